@@ -1,0 +1,101 @@
+/**
+ * The MCP server on the SDK's low-level `Server`, so that every shape is the contract's
+ * (mcp-surface.md §1.6): unknown tools are JSON-RPC errors, validation failures are
+ * `INVALID_ARGUMENT`, `listChanged` is false, and resource errors carry `CODE: message` verbatim.
+ */
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import {
+  CallToolRequestSchema,
+  ErrorCode as JsonRpcCode,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListToolsRequestSchema,
+  ReadResourceRequestSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+import * as v from "valibot";
+import type { AuditFields } from "../../shared/audit.ts";
+import { ServerFsError } from "../../shared/errors.ts";
+import { VERSION } from "../../shared/version.ts";
+import type { McpDeps } from "./deps.ts";
+import { serverInstructions } from "./instructions.ts";
+import { readResource, RESOURCE_TEMPLATE } from "./resource.ts";
+import { describeArgumentIssue, dropNulls, jsonSchemaOf, type ToolDef, WithContent } from "./tool.ts";
+
+export interface McpServerOptions {
+  deps: McpDeps;
+  tools: ToolDef[];
+  agentTools: boolean;
+  /** Aborted when the process is going away; long calls stop early. */
+  signal: AbortSignal;
+}
+
+function errorResult(e: ServerFsError) {
+  return { isError: true, content: [{ type: "text", text: e.toText() }] };
+}
+
+export function createMcpServer(opts: McpServerOptions): Server {
+  const { deps, tools } = opts;
+  const byName = new Map(tools.map((t) => [t.name, t]));
+  const listing = tools.map((t) => ({
+    name: t.name,
+    title: t.title,
+    description: t.description,
+    inputSchema: jsonSchemaOf(t.input),
+    outputSchema: jsonSchemaOf(t.output),
+    annotations: { title: t.title, ...t.annotations },
+  }));
+
+  const server = new Server(
+    { name: "ServerFS", version: VERSION },
+    {
+      capabilities: { tools: { listChanged: false }, resources: { listChanged: false } },
+      instructions: serverInstructions(opts.agentTools),
+    },
+  );
+
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listing }));
+
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    const tool = byName.get(request.params.name);
+    if (!tool) throw Object.assign(new Error(`Unknown tool: ${request.params.name}`), { code: JsonRpcCode.InvalidParams });
+    return callTool(tool, request.params.arguments, deps, opts.signal);
+  });
+
+  server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: [] }));
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({ resourceTemplates: [RESOURCE_TEMPLATE] }));
+  server.setRequestHandler(ReadResourceRequestSchema, async (request) => readResource(deps, request.params.uri));
+
+  return server;
+}
+
+async function callTool(tool: ToolDef, rawArgs: Record<string, unknown> | undefined, deps: McpDeps, signal: AbortSignal) {
+  const started = performance.now();
+  const audit: AuditFields = { tool: tool.name };
+  const args = dropNulls(rawArgs);
+  if (typeof args["workdir"] === "string") audit["workdir"] = args["workdir"];
+  let outcome: { isError?: boolean; content: unknown[]; structuredContent?: Record<string, unknown> };
+  try {
+    const parsed = v.safeParse(tool.input, args);
+    if (!parsed.success) throw new ServerFsError("INVALID_ARGUMENT", describeArgumentIssue(parsed.issues[0]));
+    const result = await tool.run(parsed.output, { audit, signal });
+    const structured = result instanceof WithContent ? result.structured : result;
+    const extra = result instanceof WithContent ? result.extra : [];
+    outcome = { content: [{ type: "text", text: JSON.stringify(structured) }, ...extra], structuredContent: structured };
+    audit["success"] = true;
+  } catch (e) {
+    const err = e instanceof ServerFsError ? e : unexpected(tool, e, deps);
+    audit["success"] = false;
+    audit["error_code"] = err.code;
+    outcome = errorResult(err);
+  }
+  const fields: AuditFields = { tool: tool.name, duration_ms: Math.round((performance.now() - started) * 10) / 10 };
+  deps.audit.info("tool_call", { ...fields, ...audit, tool: tool.name, duration_ms: fields["duration_ms"] });
+  return outcome;
+}
+
+function unexpected(tool: ToolDef, e: unknown, deps: McpDeps): ServerFsError {
+  if (tool.unexpected === "MUTATION_FAILED") {
+    deps.audit.debug("mutation_unexpected_error", { tool: tool.name, error_type: e instanceof Error ? e.name : typeof e });
+  }
+  return new ServerFsError(tool.unexpected, "unexpected internal failure");
+}

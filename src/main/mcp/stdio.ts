@@ -1,0 +1,25 @@
+/**
+ * The stdio transport (mcp-surface.md §2.1). stdout carries protocol only. The SDK's transport
+ * alone keeps running after stdin closes, so EOF, a broken stdout and SIGINT/SIGTERM all end the
+ * process here at once: nothing pending may keep it alive, and no abandoned call answers.
+ */
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { createMcpServer } from "./server.ts";
+import { auditStartup, type McpRuntime } from "./startup.ts";
+
+export async function serveStdio(rt: McpRuntime): Promise<void> {
+  const ending = new AbortController();
+  const end = (code: number) => {
+    ending.abort();
+    process.exit(code);
+  };
+  process.stdin.on("end", () => end(0));
+  process.stdin.on("close", () => end(0));
+  process.stdout.on("error", () => end(0));
+  process.on("SIGINT", () => end(0));
+  process.on("SIGTERM", () => end(0));
+
+  const server = createMcpServer({ ...rt, signal: ending.signal });
+  auditStartup(rt, "stdio");
+  await server.connect(new StdioServerTransport());
+}

@@ -1,0 +1,94 @@
+/**
+ * A tool is one valibot input schema, one output schema, four annotation hints and a handler.
+ * The JSON Schemas clients see are generated from the same valibot schemas that validate calls,
+ * so the declared contract and the enforced one cannot drift apart.
+ */
+import { toJsonSchema } from "@valibot/to-json-schema";
+import * as v from "valibot";
+import type { AuditFields } from "../../shared/audit.ts";
+import type { ErrorCode } from "../../shared/errors.ts";
+
+export interface Annotations {
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: boolean;
+}
+
+export const READ_ONLY: Annotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+
+/** One call as the handler sees it: the audit record it fills in, and the call's end signal. */
+export interface ToolCall {
+  audit: AuditFields;
+  signal: AbortSignal;
+}
+
+export type ContentBlock = Record<string, unknown> & { type: string };
+
+/** A result that carries content blocks beyond the JSON text block (only download_binary_file). */
+export class WithContent {
+  constructor(
+    readonly structured: Record<string, unknown>,
+    readonly extra: ContentBlock[],
+  ) {}
+}
+
+export type ObjectSchema = v.StrictObjectSchema<v.ObjectEntries, undefined>;
+
+export interface ToolDef<I extends ObjectSchema = ObjectSchema> {
+  name: string;
+  title: string;
+  description: string;
+  annotations: Annotations;
+  input: I;
+  output: v.GenericSchema;
+  /** Code for an unexpected internal failure (mcp-surface.md §1.4). */
+  unexpected: ErrorCode;
+  run(args: v.InferOutput<I>, call: ToolCall): Promise<Record<string, unknown> | WithContent> | Record<string, unknown> | WithContent;
+}
+
+export function defineTool<I extends ObjectSchema>(def: ToolDef<I>): ToolDef {
+  return def as unknown as ToolDef;
+}
+
+/** Integer parameter with a declared range; capped parameters declare the largest safe integer. */
+export const intParam = (min: number, max = Number.MAX_SAFE_INTEGER) =>
+  v.pipe(v.number(), v.integer(), v.minValue(min), v.maxValue(max));
+
+export function jsonSchemaOf(schema: v.GenericSchema): Record<string, unknown> {
+  const json = toJsonSchema(schema, { errorMode: "ignore" }) as Record<string, unknown>;
+  delete json["$schema"];
+  if (json["type"] === "object" && !Array.isArray(json["required"])) json["required"] = [];
+  return json;
+}
+
+const PARAM_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+
+/** An INVALID_ARGUMENT message naming the parameter, never echoing the value. */
+export function describeArgumentIssue(issue: v.BaseIssue<unknown>): string {
+  const raw = v.getDotPath(issue) ?? "";
+  const name = raw.split(".").every((p) => PARAM_NAME.test(p) || /^\d+$/.test(p)) ? raw : "(parameter)";
+  if (issue.expected === "never") return `unknown parameter ${name}`;
+  if (issue.type.endsWith("object") && issue.input === undefined) return `missing required parameter ${name}`;
+  switch (issue.type) {
+    case "integer":
+      return `${name} must be an integer`;
+    case "min_value":
+    case "max_value":
+      return `${name} is out of range (${issue.expected})`;
+    case "min_length":
+    case "non_empty":
+      return `${name} must not be empty`;
+    case "picklist":
+      return `${name} must be one of ${issue.expected}`;
+    default:
+      return `${name} is invalid (expected ${issue.expected ?? "another value"})`;
+  }
+}
+
+/** An optional parameter given as null is the same as absent (mcp-surface.md §1.2). */
+export function dropNulls(args: Record<string, unknown> | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, val] of Object.entries(args ?? {})) if (val !== null) out[k] = val;
+  return out;
+}

@@ -1,0 +1,47 @@
+/**
+ * The audit log (mcp-surface.md §10): one JSON object per line on stderr, metadata only. Callers
+ * pass counts, codes and normalized relative paths; nothing here ever sees contents or secrets.
+ */
+export type Level = "DEBUG" | "INFO" | "WARN" | "ERROR";
+export type LogLevelSetting = "debug" | "info" | "warn" | "error";
+
+const RANK: Record<Level, number> = { DEBUG: 10, INFO: 20, WARN: 30, ERROR: 40 };
+
+export type AuditFields = Record<string, string | number | boolean | null | undefined>;
+
+export interface AuditSink {
+  write(line: string): void;
+}
+
+const stderrSink: AuditSink = { write: (line) => process.stderr.write(line) };
+
+export class AuditLog {
+  private readonly threshold: number;
+
+  constructor(
+    level: LogLevelSetting = "info",
+    private readonly sink: AuditSink = stderrSink,
+  ) {
+    this.threshold = RANK[level.toUpperCase() as Level];
+  }
+
+  emit(level: Level, event: string, fields: AuditFields = {}): void {
+    if (RANK[level] < this.threshold) return;
+    const record: AuditFields = { timestamp: new Date().toISOString(), level, event };
+    for (const [k, v] of Object.entries(fields)) if (v !== undefined) record[k] = v;
+    this.sink.write(`${JSON.stringify(record)}\n`);
+  }
+
+  info(event: string, fields?: AuditFields): void {
+    this.emit("INFO", event, fields);
+  }
+  warn(event: string, fields?: AuditFields): void {
+    this.emit("WARN", event, fields);
+  }
+  error(event: string, fields?: AuditFields): void {
+    this.emit("ERROR", event, fields);
+  }
+  debug(event: string, fields?: AuditFields): void {
+    this.emit("DEBUG", event, fields);
+  }
+}

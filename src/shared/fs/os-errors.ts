@@ -1,0 +1,56 @@
+/**
+ * The one place OS errors become contract codes (mcp-surface.md §4.6). Raw OS messages embed
+ * paths, so they never travel further than this module: only the code and a fixed phrase do.
+ */
+import { type ErrorCode, ServerFsError } from "../errors.ts";
+
+export type Side = "read" | "mutation";
+
+export const osCode = (e: unknown): string | undefined =>
+  typeof e === "object" && e !== null && "code" in e && typeof e.code === "string" ? e.code : undefined;
+
+const PHRASES: Partial<Record<ErrorCode, string>> = {
+  PATH_NOT_FOUND: "does not exist",
+  PARENT_NOT_FOUND: "parent directory does not exist",
+  NOT_A_DIRECTORY: "is not a directory",
+  SYMLINK_NOT_ALLOWED: "is a symlink, which is not followed",
+  ACCESS_DENIED: "access denied",
+  UNSUPPORTED_FILE_TYPE: "is a FIFO, socket or device",
+  RESOURCE_EXHAUSTED: "out of file descriptors",
+  MUTATION_IO_ERROR: "the filesystem refused the change",
+  PATH_ALREADY_EXISTS: "already exists",
+  DIRECTORY_NOT_EMPTY: "is not empty",
+};
+
+export function codeForOsError(e: unknown, side: Side): ErrorCode {
+  switch (osCode(e)) {
+    case "ENOENT":
+      return "PATH_NOT_FOUND";
+    case "ENOTDIR":
+      return "NOT_A_DIRECTORY";
+    case "ELOOP":
+      return "SYMLINK_NOT_ALLOWED";
+    case "EACCES":
+    case "EPERM":
+      return "ACCESS_DENIED";
+    case "ENXIO":
+      return "UNSUPPORTED_FILE_TYPE";
+    case "EMFILE":
+    case "ENFILE":
+      return "RESOURCE_EXHAUSTED";
+    default:
+      return side === "read" ? "ACCESS_DENIED" : "MUTATION_IO_ERROR";
+  }
+}
+
+/** A ServerFsError for an OS failure, prefixed with the normalized `alias:path` it concerns. */
+export function osError(e: unknown, side: Side, where: string, override?: Partial<Record<string, ErrorCode>>): ServerFsError {
+  if (e instanceof ServerFsError) return e;
+  const os = osCode(e);
+  const code = (os && override?.[os]) || codeForOsError(e, side);
+  return new ServerFsError(code, `${where} ${PHRASES[code] ?? "failed"}`);
+}
+
+export function phrase(code: ErrorCode): string {
+  return PHRASES[code] ?? "failed";
+}

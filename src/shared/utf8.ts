@@ -1,0 +1,38 @@
+/** Strict UTF-8 helpers shared by reads, search, edits and the result spool. */
+
+const strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+export const encoder = new TextEncoder();
+
+export const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+
+/** Decodes strictly (no replacement characters, overlongs and surrogates refused); null if invalid. */
+export function decodeStrict(bytes: Uint8Array): string | null {
+  try {
+    return strict.decode(bytes);
+  } catch {
+    return null;
+  }
+}
+
+export const byteLength = (s: string): number => Buffer.byteLength(s, "utf8");
+
+export const hasBom = (b: Uint8Array): boolean => b.length >= 3 && b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf;
+
+/**
+ * The length of the longest prefix of `bytes[0, max)` that ends on a character boundary, assuming
+ * `bytes` is valid UTF-8 from its start.
+ */
+export function safePrefixLength(bytes: Uint8Array, max: number): number {
+  if (bytes.length <= max) return bytes.length;
+  let end = max;
+  // step back over continuation bytes to the lead byte of the character that crosses `max`
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
+  return end;
+}
+
+/** The longest UTF-8-safe prefix of `text` of at most `max` bytes. */
+export function cutUtf8(text: string, max: number): { text: string; truncated: boolean } {
+  const bytes = Buffer.from(text, "utf8");
+  if (bytes.length <= max) return { text, truncated: false };
+  return { text: bytes.subarray(0, safePrefixLength(bytes, max)).toString("utf8"), truncated: true };
+}

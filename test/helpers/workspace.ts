@@ -1,0 +1,44 @@
+/** Temporary directories and config files for tests: real directories, removed afterwards. */
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { type Table, toToml } from "./toml.ts";
+
+export const REPO_ROOT = join(import.meta.dir, "..", "..");
+export const CLI = join(REPO_ROOT, "src", "main", "cli.ts");
+export const BUN = process.execPath;
+
+export interface TempDir {
+  path: string;
+  file(rel: string, content?: string | Uint8Array): string;
+  dir(rel: string): string;
+  remove(): void;
+}
+
+export function tempDir(prefix = "serverfs-test-"): TempDir {
+  const path = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
+  return {
+    path,
+    file(rel, content = "") {
+      const p = join(path, rel);
+      mkdirSync(dirname(p), { recursive: true });
+      writeFileSync(p, content);
+      return p;
+    },
+    dir(rel) {
+      const p = join(path, rel);
+      mkdirSync(p, { recursive: true });
+      return p;
+    },
+    remove() {
+      rmSync(path, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Writes `config` as TOML into `dir` and returns the file's path. */
+export function writeConfig(dir: string, config: Table, name = "serverfs.toml"): string {
+  const p = join(dir, name);
+  writeFileSync(p, toToml(config));
+  return p;
+}
