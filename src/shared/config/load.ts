@@ -85,8 +85,18 @@ export function loadConfig(opts: LoadOptions): Config {
   return buildConfig(raw, source, opts);
 }
 
+/** `workdirs[0].alias`-style key names, the same form the cross-checks use. */
+function keyPath(issue: v.BaseIssue<unknown>): string {
+  let out = "";
+  for (const item of issue.path ?? []) {
+    const k = (item as { key: unknown }).key;
+    out += typeof k === "number" ? `[${k}]` : out === "" ? String(k) : `.${String(k)}`;
+  }
+  return out || "(top level)";
+}
+
 function describeIssue(issue: v.BaseIssue<unknown>): string {
-  const key = v.getDotPath(issue) ?? "(top level)";
+  const key = keyPath(issue);
   if (issue.expected === "never") return `${key}: unknown key`;
   if (issue.type === "strict_object" && issue.input === undefined) return `${key}: required key is missing`;
   const expected = issue.expected ? ` (expected ${issue.expected})` : "";

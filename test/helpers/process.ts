@@ -1,0 +1,41 @@
+/** Spawning `serverfs` subcommands as real processes and reading their output. */
+import { BUN, CLI, REPO_ROOT } from "./workspace.ts";
+
+export function spawnCli(args: string[], opts: { env?: Record<string, string>; stdin?: "pipe" | "ignore" } = {}) {
+  return Bun.spawn([BUN, CLI, ...args], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...opts.env },
+    stdin: opts.stdin ?? "pipe",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+}
+
+export async function runCli(args: string[], opts: { env?: Record<string, string> } = {}) {
+  const proc = spawnCli(args, { ...opts, stdin: "ignore" });
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  return { stdout, stderr, code };
+}
+
+/** Resolves with the first stderr JSON line whose `event` matches. */
+export async function waitForAuditEvent(stderr: ReadableStream<Uint8Array>, event: string, timeoutMs = 10_000) {
+  const reader = stderr.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  const deadline = Date.now() + timeoutMs;
+  try {
+    while (Date.now() < deadline) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      for (const line of buffer.split("\n")) {
+        if (!line.startsWith("{")) continue;
+        const record = JSON.parse(line) as Record<string, unknown>;
+        if (record["event"] === event) return record;
+      }
+    }
+  } finally {
+    reader.releaseLock();
+  }
+  throw new Error(`no ${event} audit event`);
+}
