@@ -1,18 +1,24 @@
 /** Spawning `serverfs` subcommands as real processes and reading their output. */
 import { BUN, CLI, REPO_ROOT } from "./workspace.ts";
 
-export function spawnCli(args: string[], opts: { env?: Record<string, string>; stdin?: "pipe" | "ignore" } = {}) {
+export function spawnCli(args: string[], opts: { env?: Record<string, string> } = {}) {
   return Bun.spawn([BUN, CLI, ...args], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...opts.env },
-    stdin: opts.stdin ?? "pipe",
+    stdin: "pipe",
     stdout: "pipe",
     stderr: "pipe",
   });
 }
 
 export async function runCli(args: string[], opts: { env?: Record<string, string> } = {}) {
-  const proc = spawnCli(args, { ...opts, stdin: "ignore" });
+  const proc = Bun.spawn([BUN, CLI, ...args], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...opts.env },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { stdout, stderr, code };
 }

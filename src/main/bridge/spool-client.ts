@@ -1,0 +1,18 @@
+/**
+ * Starts the spool worker (src/workers/spool-worker.ts) for the task service. Offers
+ * `startSpoolWorker()` → `{ remote, exited, terminate }`: `remote` has the async `SpoolApi`
+ * (`writeSpool`, `readSpoolChunk`, `removeSpool`, `removeLeftoverTemps`, `ensureResultsDir`); a call
+ * pending or made after the worker stopped fails with `AGENT_RESULT_STORAGE_ERROR`.
+ */
+import { type StartedWorker, startWorker } from "../../shared/comlink-worker.ts";
+import { ServerFsError } from "../../shared/errors.ts";
+import type { SpoolApi } from "../../workers/spool-worker.ts";
+
+export type SpoolWorker = StartedWorker<SpoolApi>;
+
+export function startSpoolWorker(): SpoolWorker {
+  return startWorker<SpoolApi>(
+    new URL("../../workers/spool-worker.ts", import.meta.url),
+    () => new ServerFsError("AGENT_RESULT_STORAGE_ERROR", "the spool worker stopped"),
+  );
+}

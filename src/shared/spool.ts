@@ -1,0 +1,369 @@
+/**
+ * The result spool (bridge.md §10): redacted final texts over the inline limit live in
+ * `state_dir/results/<task_id>.txt`, private to the Bridge user, published atomically and read back
+ * in UTF-8-safe chunks. Synchronous and stateless, so the spool worker (and a test) can call it on
+ * any thread. Offers:
+ * - `classifyResult(text)`: inline | spool | too_large (§10.1), with size and SHA-256 of the full text;
+ * - `resultPreview(text)`: the first 65,536 bytes, cut back to the last complete character;
+ * - `resultsDir(stateDir)`, `ensureResultsDir(stateDir)`: the private directory, created 0700;
+ * - `writeSpool(stateDir, taskId, text)`: the atomic write of §10.2 steps (1)–(5);
+ * - `readSpoolChunk(stateDir, taskId, expectedSize, offsetBytes, maxBytes)`: §10.3 steps 2–6;
+ * - `removeSpool(stateDir, taskId)`: the GC unlink of §8.3, true when GC may delete the row;
+ * - `removeLeftoverTemps(stateDir)`: startup removal of `.*.tmp` files.
+ *
+ * The directory is opened once per call without following symlinks and checked by `fstat`; every
+ * file inside is then reached through that handle (`/proc/self/fd/<fd>/<name>`), so a swapped path
+ * component can never redirect a write or a read.
+ */
+import {
+  type BigIntStats,
+  closeSync,
+  constants,
+  fchmodSync,
+  fstatSync,
+  fsyncSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
+import { join } from "node:path";
+import { sha256Hex } from "./canonical-json.ts";
+import { ServerFsError } from "./errors.ts";
+import { at, closeQuietly, O_CLOEXEC, READ_FLAGS, self } from "./fs/dir-handle.ts";
+import { osCode } from "./fs/os-errors.ts";
+import { isTaskId, random16Hex } from "./ids.ts";
+import { byteLength, cutUtf8, decodeStrict } from "./utf8.ts";
+
+export const MAX_INLINE_RESULT_BYTES = 262_144;
+export const MAX_INLINE_RESULT_JSON_BYTES = 524_288;
+export const MAX_SPOOLED_RESULT_BYTES = 8_388_608;
+export const RESULT_PREVIEW_BYTES = 65_536;
+export const MAX_RESULT_CHUNK_BYTES = 65_536;
+
+export type ResultStorage = "inline" | "spool" | "too_large";
+
+export interface ResultClass {
+  storage: ResultStorage;
+  /** UTF-8 bytes of the full text. */
+  size_bytes: number;
+  /** Lowercase hex SHA-256 of the full text's UTF-8 bytes. */
+  sha256: string;
+}
+
+export interface SpoolWritten {
+  size_bytes: number;
+  sha256: string;
+}
+
+/** `task.result.read`'s answer without `correlation_id`, which the task row supplies. */
+export interface ResultChunk {
+  text: string;
+  offset_bytes: number;
+  next_offset_bytes: number;
+  eof: boolean;
+}
+
+const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW | O_CLOEXEC;
+const TEMP_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW | O_CLOEXEC;
+const PRIVATE_FILE_MODE = 0o600;
+const LEFTOVER_TEMP = /^\..*\.tmp$/;
+
+const storageError = (phrase: string) => new ServerFsError("AGENT_RESULT_STORAGE_ERROR", phrase);
+const asStorageError = (e: unknown, phrase: string) => (e instanceof ServerFsError ? e : storageError(phrase));
+const unsafeDir = () => storageError("the result directory is not a private directory");
+const notRetrievable = () => new ServerFsError("AGENT_RESULT_NOT_RETRIEVABLE", "the task has no spooled result to read");
+
+const ownUid = (): number => process.getuid?.() ?? -1;
+/** A regular file or directory of ours that no group or other user can touch. */
+const isPrivate = (st: BigIntStats): boolean => st.uid === BigInt(ownUid()) && (st.mode & 0o077n) === 0n;
+
+function requireTaskId(taskId: string): void {
+  if (!isTaskId(taskId)) throw new ServerFsError("AGENT_TASK_NOT_FOUND", "unknown task");
+}
+
+const spoolName = (taskId: string) => `${taskId}.txt`;
+
+export function classifyResult(text: string): ResultClass {
+  const bytes = Buffer.from(text, "utf8");
+  const size = bytes.length;
+  const inline = size <= MAX_INLINE_RESULT_BYTES && byteLength(JSON.stringify(text)) <= MAX_INLINE_RESULT_JSON_BYTES;
+  const storage: ResultStorage = inline ? "inline" : size <= MAX_SPOOLED_RESULT_BYTES ? "spool" : "too_large";
+  return { storage, size_bytes: size, sha256: sha256Hex(bytes) };
+}
+
+export function resultPreview(text: string): string {
+  return cutUtf8(text, RESULT_PREVIEW_BYTES).text;
+}
+
+export const resultsDir = (stateDir: string): string => join(stateDir, "results");
+
+/**
+ * The results directory's handle, checked to be a private directory of ours. With `create`, a
+ * missing directory is made 0700 (its parent, `state_dir`, is the startup's to vouch for); without,
+ * a missing directory gives null.
+ */
+function openResultsDir(stateDir: string, create: boolean): number | null {
+  const dir = resultsDir(stateDir);
+  if (create) {
+    try {
+      mkdirSync(dir, { mode: 0o700 });
+    } catch (e) {
+      if (osCode(e) !== "EEXIST") throw storageError("the result directory could not be created");
+    }
+  }
+  let fd: number;
+  try {
+    fd = openSync(dir, DIR_FLAGS);
+  } catch (e) {
+    if (!create && osCode(e) === "ENOENT") return null;
+    throw unsafeDir();
+  }
+  try {
+    const st = fstatSync(fd, { bigint: true });
+    if (st.isDirectory() && isPrivate(st)) return fd;
+  } catch {
+    // a directory that cannot be verified counts as unsafe
+  }
+  closeQuietly(fd);
+  throw unsafeDir();
+}
+
+function withResultsDir<T>(stateDir: string, create: boolean, fn: (dirFd: number | null) => T): T {
+  const fd = openResultsDir(stateDir, create);
+  try {
+    return fn(fd);
+  } finally {
+    closeQuietly(fd);
+  }
+}
+
+export function ensureResultsDir(stateDir: string): void {
+  withResultsDir(stateDir, true, () => undefined);
+}
+
+function existsAt(dirFd: number, name: string): boolean {
+  try {
+    lstatSync(at(dirFd, name));
+    return true;
+  } catch (e) {
+    if (osCode(e) === "ENOENT") return false;
+    throw e;
+  }
+}
+
+function unlinkQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // already gone (renamed away, or never created)
+  }
+}
+
+/** Removals are durable at the next sync anyway; a failed directory sync must not undo them. */
+function fsyncQuietly(fd: number): void {
+  try {
+    fsyncSync(fd);
+  } catch {
+    // nothing to roll back
+  }
+}
+
+function writeAll(fd: number, bytes: Uint8Array): void {
+  for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done);
+}
+
+/** `chmod` without following a symlink: through a no-follow handle on the entry itself. */
+function chmodPrivateAt(dirFd: number, name: string): void {
+  const fd = openSync(at(dirFd, name), READ_FLAGS);
+  try {
+    fchmodSync(fd, PRIVATE_FILE_MODE);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export function writeSpool(stateDir: string, taskId: string, text: string): SpoolWritten {
+  requireTaskId(taskId);
+  const bytes = Buffer.from(text, "utf8");
+  if (bytes.length > MAX_SPOOLED_RESULT_BYTES) throw new ServerFsError("AGENT_RESULT_TOO_LARGE", "the final response is over 8 MiB");
+  const sha256 = sha256Hex(bytes);
+  withResultsDir(stateDir, true, (dirFd) => {
+    const dir = dirFd!;
+    const temp = `.${taskId}.${random16Hex()}.tmp`;
+    const final = spoolName(taskId);
+    let created = false;
+    let published = false;
+    try {
+      const fd = openSync(at(dir, temp), TEMP_FLAGS, PRIVATE_FILE_MODE);
+      created = true;
+      try {
+        writeAll(fd, bytes);
+        fsyncSync(fd);
+        fchmodSync(fd, PRIVATE_FILE_MODE);
+      } finally {
+        closeSync(fd);
+      }
+      if (existsAt(dir, final)) throw storageError("a spooled result already exists for the task");
+      renameSync(at(dir, temp), at(dir, final));
+      published = true;
+      chmodPrivateAt(dir, final);
+      fsyncSync(dir);
+    } catch (e) {
+      // a failed write leaves nothing behind, not even a published file nobody will record
+      if (published) unlinkQuietly(at(dir, final));
+      throw asStorageError(e, "the result could not be spooled");
+    } finally {
+      if (created) unlinkQuietly(at(dir, temp));
+    }
+  });
+  return { size_bytes: bytes.length, sha256 };
+}
+
+/**
+ * §8.3: unlinks the task's spool file if there is one. True when GC may delete the row: the file
+ * is gone or never existed. False (skip this pass) when the entry is not a regular file, the
+ * directory is unsafe, or the unlink fails. An id outside the format can have no spool file.
+ */
+export function removeSpool(stateDir: string, taskId: string): boolean {
+  if (!isTaskId(taskId)) return true;
+  let dirFd: number | null;
+  try {
+    dirFd = openResultsDir(stateDir, false);
+  } catch {
+    return false;
+  }
+  if (dirFd === null) return true;
+  try {
+    const path = at(dirFd, spoolName(taskId));
+    try {
+      if (!lstatSync(path).isFile()) return false;
+      unlinkSync(path);
+      return true;
+    } catch (e) {
+      return osCode(e) === "ENOENT";
+    }
+  } finally {
+    closeQuietly(dirFd);
+  }
+}
+
+/** Startup (one Bridge per state_dir, so no write is in flight): removes `.*.tmp` files; returns how many. */
+export function removeLeftoverTemps(stateDir: string): number {
+  return withResultsDir(stateDir, false, (dirFd) => {
+    if (dirFd === null) return 0;
+    let names: string[];
+    try {
+      names = readdirSync(self(dirFd));
+    } catch {
+      throw storageError("the result directory could not be listed");
+    }
+    let removed = 0;
+    for (const name of names) {
+      if (!LEFTOVER_TEMP.test(name)) continue;
+      const path = at(dirFd, name);
+      try {
+        if (!lstatSync(path).isFile()) continue;
+        unlinkSync(path);
+        removed++;
+      } catch {
+        // vanished meanwhile
+      }
+    }
+    if (removed > 0) fsyncQuietly(dirFd);
+    return removed;
+  });
+}
+
+/** The lead byte's sequence length per RFC 3629, 0 for a byte that cannot start a character. */
+function sequenceLength(lead: number): number {
+  if (lead < 0x80) return 1;
+  if (lead >= 0xc2 && lead <= 0xdf) return 2;
+  if (lead >= 0xe0 && lead <= 0xef) return 3;
+  if (lead >= 0xf0 && lead <= 0xf4) return 4;
+  return 0;
+}
+
+/** The second byte's narrower ranges that exclude overlongs, surrogates and code points past U+10FFFF. */
+function secondByteFits(lead: number, second: number): boolean {
+  if (lead === 0xe0) return second >= 0xa0;
+  if (lead === 0xed) return second <= 0x9f;
+  if (lead === 0xf0) return second >= 0x90;
+  if (lead === 0xf4) return second <= 0x8f;
+  return true;
+}
+
+/**
+ * Where a trailing incomplete (but so far valid) character starts, or null when the bytes do not
+ * end in one.
+ */
+function incompleteTailStart(bytes: Uint8Array): number | null {
+  let p = bytes.length - 1;
+  while (p >= 0 && bytes.length - 1 - p < 3 && (bytes[p]! & 0xc0) === 0x80) p--;
+  if (p < 0) return null;
+  const lead = bytes[p]!;
+  const have = bytes.length - p;
+  const need = sequenceLength(lead);
+  if (need === 0 || have >= need) return null;
+  if (have >= 2 && !secondByteFits(lead, bytes[p + 1]!)) return null;
+  return p;
+}
+
+/** §10.3 step 5: strict UTF-8, where only an incomplete character at the very end may be dropped. */
+function decodeChunk(bytes: Uint8Array): { text: string; length: number } {
+  const whole = decodeStrict(bytes);
+  if (whole !== null) return { text: whole, length: bytes.length };
+  const cut = incompleteTailStart(bytes);
+  const head = cut === null ? null : decodeStrict(bytes.subarray(0, cut));
+  if (head === null) throw new ServerFsError("INVALID_RESULT_OFFSET", "offset_bytes is not at a character boundary");
+  if (cut === 0) throw new ServerFsError("INVALID_RESULT_LIMIT", "max_bytes is too small for the next character");
+  return { text: head, length: cut! };
+}
+
+export function readSpoolChunk(stateDir: string, taskId: string, expectedSize: number, offsetBytes: number, maxBytes: number): ResultChunk {
+  requireTaskId(taskId);
+  if (!Number.isSafeInteger(maxBytes) || maxBytes < 1 || maxBytes > MAX_RESULT_CHUNK_BYTES) {
+    throw new ServerFsError("INVALID_RESULT_LIMIT", `max_bytes is out of range (1..${MAX_RESULT_CHUNK_BYTES})`);
+  }
+  if (!Number.isSafeInteger(offsetBytes) || offsetBytes < 0) throw new ServerFsError("INVALID_RESULT_OFFSET", "offset_bytes is out of range (>=0)");
+  const fd = withResultsDir(stateDir, false, (dirFd) => {
+    if (dirFd === null) throw notRetrievable();
+    try {
+      return openSync(at(dirFd, spoolName(taskId)), READ_FLAGS);
+    } catch (e) {
+      if (osCode(e) === "ENOENT") throw notRetrievable();
+      throw storageError("the spooled result could not be opened");
+    }
+  });
+  try {
+    let st: BigIntStats;
+    try {
+      st = fstatSync(fd, { bigint: true });
+    } catch {
+      throw storageError("the spooled result could not be read");
+    }
+    if (!st.isFile() || !isPrivate(st) || !Number.isSafeInteger(expectedSize) || st.size !== BigInt(expectedSize)) {
+      throw storageError("the spooled result does not match its record");
+    }
+    const size = Number(st.size);
+    if (offsetBytes > size) throw new ServerFsError("INVALID_RESULT_OFFSET", "offset_bytes is past the end of the result");
+    const want = Math.min(maxBytes, size - offsetBytes);
+    const buf = Buffer.alloc(want);
+    let got: number;
+    try {
+      got = want === 0 ? 0 : readSync(fd, buf, 0, want, offsetBytes);
+    } catch (e) {
+      throw asStorageError(e, "the spooled result could not be read");
+    }
+    if (got !== want) throw storageError("the spooled result could not be read");
+    const { text, length } = decodeChunk(buf);
+    const next = offsetBytes + length;
+    return { text, offset_bytes: offsetBytes, next_offset_bytes: next, eof: next >= size };
+  } finally {
+    closeQuietly(fd);
+  }
+}

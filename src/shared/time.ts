@@ -1,0 +1,39 @@
+/**
+ * Timestamps in the one fixed form of bridge.md §0, `YYYY-MM-DDTHH:MM:SS.sssZ` (24 characters, what
+ * `Date.prototype.toISOString()` gives), so SQL may compare them as strings. Offers:
+ * - `nowIso()`;
+ * - `addSecondsIso(iso, s)` for `deadline_at` and `expires_at`;
+ * - `hoursBeforeIso(iso, h)` for the retention GC cutoff (§8.3);
+ * - `earlierIso(a, b)` for `expires_at = min(now + interaction timeout, deadline_at)` (§6.1);
+ * - `isReached(iso, now?)` for "now ≥ deadline_at / expires_at";
+ * - `isIsoTimestamp(v)` to tell the fixed form from the other ISO forms migrated v0.6 rows may hold.
+ *
+ * Limits are positive integers up to 2^53 − 1, so sums are clamped to the years 0000–9999: beyond
+ * them `toISOString` would throw or change the form (`+010000-…`), breaking string comparison.
+ */
+
+export const ISO_TIMESTAMP_PATTERN = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+const MIN_MS = Date.parse("0000-01-01T00:00:00.000Z");
+const MAX_MS = Date.parse("9999-12-31T23:59:59.999Z");
+
+const fromMs = (ms: number): string => new Date(Math.min(MAX_MS, Math.max(MIN_MS, ms))).toISOString();
+
+/** Milliseconds of a timestamp; any ISO-8601 form `Date.parse` accepts (migrated rows included). */
+const msOf = (iso: string): number => {
+  const ms = Date.parse(iso);
+  if (Number.isNaN(ms)) throw new RangeError("not an ISO-8601 timestamp");
+  return ms;
+};
+
+export const nowIso = (): string => new Date().toISOString();
+
+export const addSecondsIso = (iso: string, seconds: number): string => fromMs(msOf(iso) + seconds * 1000);
+
+export const hoursBeforeIso = (iso: string, hours: number): string => fromMs(msOf(iso) - hours * 3_600_000);
+
+export const earlierIso = (a: string, b: string): string => (msOf(a) <= msOf(b) ? a : b);
+
+export const isReached = (iso: string, now: string = nowIso()): boolean => msOf(now) >= msOf(iso);
+
+export const isIsoTimestamp = (v: unknown): v is string => typeof v === "string" && ISO_TIMESTAMP_PATTERN.test(v);

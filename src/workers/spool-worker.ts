@@ -1,0 +1,14 @@
+/**
+ * The spool worker (bridge.md §1, §10): writes spooled results (SHA-256, atomic publish), serves
+ * chunked reads, removes spool files for GC and leftover temporary files at startup, off the main
+ * thread. Its API is `SpoolApi`, reached through `startSpoolWorker()` (src/main/bridge/spool-client.ts);
+ * errors arrive as `ServerFsError` with their code.
+ */
+import { exposeApi } from "../shared/comlink-worker.ts";
+import { ensureResultsDir, readSpoolChunk, removeLeftoverTemps, removeSpool, writeSpool } from "../shared/spool.ts";
+
+export const spoolApi = { ensureResultsDir, writeSpool, readSpoolChunk, removeSpool, removeLeftoverTemps };
+
+export type SpoolApi = typeof spoolApi;
+
+exposeApi(spoolApi);
