@@ -1,0 +1,127 @@
+/**
+ * The execution manifest (bridge.md §9): the immutable record of the facts a task ran under, written
+ * once with the task row and hashed so a reader can verify it later.
+ *
+ * Offers:
+ * - `FIXED_LIMITS`: the non-configurable limits of §15.1 that the manifest records (the store and the
+ *   spool enforce the same values).
+ * - `policySha256(workdir)`: `sha256(canonical({agent_mode, agent_runtimes (sorted), alias, read_only, slot}))`.
+ * - `buildManifest(input)`: the §9.1 object, its canonical JSON (`manifest_json`) and `manifest_sha256`.
+ *
+ * Pure functions: usable from any thread. No host path, prompt or native id enters a manifest; the
+ * input types simply have no place for them.
+ */
+import type { AgentMode, BridgeSettings, RuntimeName } from "./config/schema.ts";
+import { canonicalJson, sha256Hex } from "./canonical-json.ts";
+import { PROTOCOL_VERSION, VERSION } from "./version.ts";
+
+export const FIXED_LIMITS = {
+  max_prompt_bytes: 65_536,
+  max_message_bytes: 65_536,
+  max_interaction_bytes: 65_536,
+  max_event_bytes: 65_536,
+  max_events_per_task: 10_000,
+  max_final_response_bytes: 262_144,
+  max_spooled_result_bytes: 8_388_608,
+  result_preview_bytes: 65_536,
+  max_result_chunk_bytes: 65_536,
+} as const;
+
+export type Profile = "review" | "workspace-write";
+export type InFlightRecovery = "none" | "session-resume" | "native";
+export type Lifecycle = BridgeSettings["lifecycle"];
+
+/** The workdir facts the policy hash covers: its effective policy, not its paths. */
+export interface PolicyFacts {
+  alias: string;
+  slot: number;
+  read_only: boolean;
+  agent_mode: AgentMode;
+  agent_runtimes: readonly RuntimeName[];
+}
+
+export interface ManifestLimits extends Record<keyof typeof FIXED_LIMITS, number> {
+  max_active_tasks: number;
+  task_timeout_seconds: number;
+  interaction_timeout_seconds: number;
+  retention_hours: number;
+}
+
+export interface Manifest {
+  schema_version: 1;
+  bridge_version: string;
+  protocol_version: number;
+  runtime: { name: RuntimeName; version: string | null; in_flight_recovery: InFlightRecovery };
+  workspace: { alias: string; slot: number; relative_cwd: string; profile: Profile };
+  policy: { read_only: boolean; agent_mode: AgentMode; policy_sha256: string };
+  limits: ManifestLimits;
+  advisor: { enabled: false; preflight_status: "disabled" };
+  continuation: { from_task_id: string | null };
+  correlation_id: string | null;
+  deadline_at: string;
+  idempotency_key: string | null;
+}
+
+export interface ManifestInput {
+  /** The runtime as the submit-time probe saw it. */
+  runtime: { name: RuntimeName; version: string | null; in_flight_recovery: InFlightRecovery };
+  workdir: PolicyFacts;
+  /** The normalized start directory (`""` = the workdir root). */
+  relativeCwd: string;
+  profile: Profile;
+  lifecycle: Pick<Lifecycle, "max_active_tasks" | "task_timeout_seconds" | "interaction_timeout_seconds" | "retention_hours">;
+  continueFromTaskId: string | null;
+  correlationId: string | null;
+  deadlineAt: string;
+  idempotencyKey: string | null;
+}
+
+export interface BuiltManifest {
+  manifest: Manifest;
+  /** The canonical JSON stored in `tasks.manifest_json`. */
+  json: string;
+  /** `sha256(json)`, stored in `tasks.manifest_sha256`. */
+  sha256: string;
+}
+
+export function policySha256(w: PolicyFacts): string {
+  return sha256Hex(
+    canonicalJson({
+      agent_mode: w.agent_mode,
+      agent_runtimes: [...w.agent_runtimes].sort(),
+      alias: w.alias,
+      read_only: w.read_only,
+      slot: w.slot,
+    }),
+  );
+}
+
+export function buildManifest(input: ManifestInput): BuiltManifest {
+  const { lifecycle, workdir } = input;
+  const manifest: Manifest = {
+    schema_version: 1,
+    bridge_version: VERSION,
+    protocol_version: PROTOCOL_VERSION,
+    runtime: {
+      name: input.runtime.name,
+      version: input.runtime.version,
+      in_flight_recovery: input.runtime.in_flight_recovery,
+    },
+    workspace: { alias: workdir.alias, slot: workdir.slot, relative_cwd: input.relativeCwd, profile: input.profile },
+    policy: { read_only: workdir.read_only, agent_mode: workdir.agent_mode, policy_sha256: policySha256(workdir) },
+    limits: {
+      ...FIXED_LIMITS,
+      max_active_tasks: lifecycle.max_active_tasks,
+      task_timeout_seconds: lifecycle.task_timeout_seconds,
+      interaction_timeout_seconds: lifecycle.interaction_timeout_seconds,
+      retention_hours: lifecycle.retention_hours,
+    },
+    advisor: { enabled: false, preflight_status: "disabled" },
+    continuation: { from_task_id: input.continueFromTaskId },
+    correlation_id: input.correlationId,
+    deadline_at: input.deadlineAt,
+    idempotency_key: input.idempotencyKey,
+  };
+  const json = canonicalJson(manifest);
+  return { manifest, json, sha256: sha256Hex(json) };
+}

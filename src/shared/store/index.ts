@@ -1,0 +1,180 @@
+/**
+ * The Bridge's SQLite store (bridge.md §16): the one module that holds SQL. Each thread opens its own
+ * `Store` (its own connection to the one WAL file); only the main thread opens with `migrate: true`.
+ * No globals: two stores in one thread are independent connections.
+ *
+ * `Store.open(stateDir, { migrate })` — §16.1 safety checks and pragmas, STATE_DIR_UNSAFE on violation.
+ *
+ * Tasks (§3, §5):
+ * - `insertTask(row, maxActive)` → `{kind: "inserted", task}` | `{kind: "idempotency_key_taken", existing}`;
+ *   throws AGENT_TASK_LIMIT_REACHED (active count ≥ maxActive, counted in the same transaction) or
+ *   AGENT_TASK_EXISTS (task id taken).
+ * - `getTask(id)`, `getTaskObject(id)` (the §3.1 object, or null), `findByIdempotencyKey(key)`,
+ *   `listActive()` (by created_at), `countActive()`, `listTasks({status, limit, beforeTaskId})` and
+ *   `listTaskObjects(...)` (rows / §3.1 objects, newest first by created_at then task_id; INVALID_LIMIT
+ *   outside 1..500; AGENT_TASK_NOT_FOUND for an unknown cursor).
+ * - `transition(id, to, {from, at, error, set, events})` → `{task, events}` or null when the CAS lost.
+ *   Targets: starting, running (from starting), succeeded, failed, cancelled, interrupted; waiting states
+ *   are entered and left through the request methods. Terminal entry sets completed_at, error columns
+ *   (failed / interrupted, message cut to 4,096 bytes), clears pending_request_id and stales the task's
+ *   pending requests, together with the given lifecycle events (a limit-breaking one is dropped).
+ * - `recordProvider(id, {pgid, startTime, mark, nativeSessionId, nativeTurnId})` → row or null (COALESCE).
+ *
+ * Events (§4):
+ * - `appendEvents(id, events, {allowTerminal})` → `{appended, lastEventId, broke, discarded}`: one
+ *   transaction, in order, stops at the first event breaking a limit (`broke` names the code); a terminal
+ *   or missing task discards the batch unless `allowTerminal` (reconciliation and operator events).
+ * - `listEvents(id, afterEventId, limit)` → envelopes (§4.1) ascending; `maxEventId(id)` (0 when none);
+ *   `latestEvent(id, type)`.
+ *
+ * Requests (§6, §8.2):
+ * - `openRequest({requestId, taskId, kind, payload, expiresAt})` → `{request, task, events}`; throws
+ *   AGENT_INTERACTION_TOO_LARGE, AGENT_TASK_NOT_FOUND, REQUEST_PENDING, INVALID_TASK_TRANSITION, REQUEST_EXISTS.
+ * - `getRequest(id)`, `resolveRequest(taskId, requestId, resolution)`, `staleRequest(taskId, requestId,
+ *   "withdrawn" | "expired")` → change or null when the CAS lost; `listExpiredPending(nowIso)`.
+ *
+ * Retention (§8.3): `gcCandidates(cutoffIso, limit)` (terminal, completed_at < cutoff, oldest first),
+ * `deleteTask(id)` → false for an active or unknown task (events and requests cascade).
+ */
+import type { Database } from "bun:sqlite";
+import * as events from "./events.ts";
+import { openDatabase, type OpenOptions } from "./open.ts";
+import * as requests from "./requests.ts";
+import type { EventInput, NewTask, RequestRow, TaskRow } from "./rows.ts";
+import { type TaskObject, taskObject } from "./task-object.ts";
+import * as tasks from "./tasks.ts";
+
+export type { AppendOptions, AppendResult, EventEnvelope, EventLimitCode } from "./events.ts";
+export { DB_FILE, type OpenOptions } from "./open.ts";
+export type {
+  ApprovalResolution,
+  OpenRequestInput,
+  QuestionResolution,
+  RequestChange,
+  Resolution,
+  StaleReason,
+} from "./requests.ts";
+export type { EventInput, NewTask, RequestKind, RequestRow, RequestStatus, ResultStorage, TaskRow } from "./rows.ts";
+export { type RequestObject, requestObject, type ResultObject, type TaskObject, taskObject } from "./task-object.ts";
+export * from "./task-states.ts";
+export {
+  type InsertTaskResult,
+  type ListTasksQuery,
+  MAX_ERROR_MESSAGE_BYTES,
+  MAX_TASK_PAGE,
+  type ProviderFacts,
+  type ResultColumns,
+  type TaskPage,
+  type TransitionOptions,
+  type TransitionResult,
+  type TransitionTarget,
+} from "./tasks.ts";
+export { MAX_EVENT_PAGE } from "./events.ts";
+
+export class Store {
+  private constructor(private readonly db: Database) {}
+
+  static open(stateDir: string, opts: OpenOptions = {}): Store {
+    return new Store(openDatabase(stateDir, opts));
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  // tasks
+
+  insertTask(row: NewTask, maxActive: number): tasks.InsertTaskResult {
+    return tasks.insertTask(this.db, row, maxActive);
+  }
+  getTask(taskId: string): TaskRow | null {
+    return tasks.getTask(this.db, taskId);
+  }
+  /** The §3.1 object with its pending request, read in one snapshot. */
+  getTaskObject(taskId: string): TaskObject | null {
+    return this.db.transaction((): TaskObject | null => {
+      const row = tasks.getTask(this.db, taskId);
+      return row ? this.objectOf(row) : null;
+    })();
+  }
+  private objectOf(row: TaskRow): TaskObject {
+    return taskObject(row, row.pending_request_id ? requests.getRequest(this.db, row.pending_request_id) : null);
+  }
+  findByIdempotencyKey(key: string): TaskRow | null {
+    return tasks.findByIdempotencyKey(this.db, key);
+  }
+  listActive(): TaskRow[] {
+    return tasks.listActive(this.db);
+  }
+  countActive(): number {
+    return tasks.countActive(this.db);
+  }
+  listTasks(query: tasks.ListTasksQuery = {}): tasks.TaskPage {
+    return tasks.listTasks(this.db, query);
+  }
+  /** `listTasks` as §3.1 objects (what `task.list` answers), read in one snapshot. */
+  listTaskObjects(query: tasks.ListTasksQuery = {}): { tasks: TaskObject[]; nextBeforeTaskId: string | null } {
+    return this.db.transaction(() => {
+      const page = tasks.listTasks(this.db, query);
+      return { tasks: page.tasks.map((row) => this.objectOf(row)), nextBeforeTaskId: page.nextBeforeTaskId };
+    })();
+  }
+  transition(taskId: string, to: tasks.TransitionTarget, opts: tasks.TransitionOptions = {}): tasks.TransitionResult | null {
+    return tasks.transition(this.db, taskId, to, opts);
+  }
+  recordProvider(taskId: string, facts: tasks.ProviderFacts): TaskRow | null {
+    return tasks.recordProvider(this.db, taskId, facts);
+  }
+
+  // events
+
+  appendEvents(taskId: string, batch: readonly EventInput[], opts: events.AppendOptions = {}): events.AppendResult {
+    return events.appendEvents(this.db, taskId, batch, opts);
+  }
+  listEvents(taskId: string, afterEventId: number, limit: number): events.EventEnvelope[] {
+    return events.listEvents(this.db, taskId, afterEventId, limit);
+  }
+  maxEventId(taskId: string): number {
+    return events.maxEventId(this.db, taskId);
+  }
+  latestEvent(taskId: string, eventType: string): events.EventEnvelope | null {
+    return events.latestEvent(this.db, taskId, eventType);
+  }
+
+  // pending requests
+
+  openRequest(input: requests.OpenRequestInput): requests.RequestChange {
+    return requests.openRequest(this.db, input);
+  }
+  getRequest(requestId: string): RequestRow | null {
+    return requests.getRequest(this.db, requestId);
+  }
+  resolveRequest(
+    taskId: string,
+    requestId: string,
+    resolution: requests.Resolution,
+    opts: { at?: string } = {},
+  ): requests.RequestChange | null {
+    return requests.resolveRequest(this.db, taskId, requestId, resolution, opts);
+  }
+  staleRequest(
+    taskId: string,
+    requestId: string,
+    reason: requests.StaleReason,
+    opts: { at?: string } = {},
+  ): requests.RequestChange | null {
+    return requests.staleRequest(this.db, taskId, requestId, reason, opts);
+  }
+  listExpiredPending(now: string): RequestRow[] {
+    return requests.listExpiredPending(this.db, now);
+  }
+
+  // retention
+
+  gcCandidates(cutoff: string, limit: number): TaskRow[] {
+    return tasks.gcCandidates(this.db, cutoff, limit);
+  }
+  deleteTask(taskId: string): boolean {
+    return tasks.deleteTask(this.db, taskId);
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * Opening one connection to `state_dir/state.sqlite3` (bridge.md §16.1). Every thread opens its own;
+ * only the main thread passes `migrate: true`, which also switches the file to WAL (the journal mode
+ * is a property of the file, so the other connections inherit it).
+ *
+ * Offers: `openDatabase(stateDir, { migrate })`, `DB_FILE`.
+ *
+ * Safety: `state_dir` must be a real directory owned by this uid and is set to 0700; the database and
+ * its `-wal` / `-shm` files must be regular files owned by this uid (checked before SQLite can touch
+ * them, and again after the connection opens, when each is set to 0600). Any violation is
+ * `STATE_DIR_UNSAFE`. Checks go through a descriptor opened with O_NOFOLLOW, so a symlink is never
+ * followed and the mode change lands on the entry that was checked.
+ */
+import { constants as sqlite, Database, SQLiteError } from "bun:sqlite";
+import { closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync } from "node:fs";
+import { join } from "node:path";
+import { ServerFsError } from "../errors.ts";
+import { closeQuietly, O_CLOEXEC, READ_FLAGS } from "../fs/dir-handle.ts";
+import { migrate } from "./migrate.ts";
+
+export const DB_FILE = "state.sqlite3";
+const DB_FILES = [DB_FILE, `${DB_FILE}-wal`, `${DB_FILE}-shm`] as const;
+
+export interface OpenOptions {
+  /** Main thread only: set WAL and run the §16.4 migration before returning. */
+  migrate?: boolean;
+}
+
+const unsafeDir = () => new ServerFsError("STATE_DIR_UNSAFE", "state_dir is not a private directory of the Bridge user");
+const unsafeFile = () => new ServerFsError("STATE_DIR_UNSAFE", "a state database file is not a private regular file");
+
+const myUid = (): number => process.getuid?.() ?? -1;
+
+function errnoOf(e: unknown): string | undefined {
+  return (e as NodeJS.ErrnoException | null)?.code;
+}
+
+/** Creates `state_dir` (0700) if missing, refuses anything but our own real directory, sets 0700. */
+function secureStateDir(stateDir: string): void {
+  try {
+    mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  } catch {
+    throw unsafeDir();
+  }
+  let fd: number;
+  try {
+    fd = openSync(stateDir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW | O_CLOEXEC);
+  } catch {
+    throw unsafeDir();
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isDirectory() || st.uid !== myUid()) throw unsafeDir();
+    if ((st.mode & 0o7777) !== 0o700) fchmodSync(fd, 0o700);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Before SQLite opens anything: an existing entry must already be one of our regular files. */
+function checkExisting(path: string): void {
+  let st: ReturnType<typeof lstatSync>;
+  try {
+    st = lstatSync(path);
+  } catch (e) {
+    if (errnoOf(e) === "ENOENT") return;
+    throw unsafeFile();
+  }
+  if (!st.isFile() || st.uid !== myUid()) throw unsafeFile();
+}
+
+/** After the connection opened: each file that exists is checked again through its descriptor, then set 0600. */
+function privatize(path: string): void {
+  let fd: number;
+  try {
+    fd = openSync(path, READ_FLAGS);
+  } catch (e) {
+    if (errnoOf(e) === "ENOENT") return;
+    throw unsafeFile();
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.uid !== myUid()) throw unsafeFile();
+    if ((st.mode & 0o7777) !== 0o600) fchmodSync(fd, 0o600);
+  } finally {
+    closeQuietly(fd);
+  }
+}
+
+export function openDatabase(stateDir: string, opts: OpenOptions = {}): Database {
+  secureStateDir(stateDir);
+  for (const name of DB_FILES) checkExisting(join(stateDir, name));
+
+  let db: Database;
+  try {
+    db = new Database(
+      join(stateDir, DB_FILE),
+      sqlite.SQLITE_OPEN_READWRITE | sqlite.SQLITE_OPEN_CREATE | sqlite.SQLITE_OPEN_NOFOLLOW,
+    );
+  } catch (e) {
+    if (e instanceof SQLiteError && e.code?.startsWith("SQLITE_CANTOPEN")) throw unsafeFile();
+    throw e;
+  }
+  try {
+    db.run("PRAGMA foreign_keys = ON");
+    db.run("PRAGMA busy_timeout = 5000");
+    db.run("PRAGMA synchronous = FULL");
+    if (opts.migrate) {
+      db.run("PRAGMA journal_mode = WAL");
+      migrate(db);
+    }
+    for (const name of DB_FILES) privatize(join(stateDir, name));
+  } catch (e) {
+    db.close();
+    throw e;
+  }
+  return db;
+}

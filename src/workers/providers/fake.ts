@@ -1,0 +1,238 @@
+/**
+ * The adapter for the scripted `fake` runtime (providers.md "fake"): spawns the fake provider process
+ * and drives it over the wire of `fake-wire.ts`, turning its requests into the Bridge's normalized
+ * approval and question payloads.
+ *
+ * Offers:
+ * - `createFakeAdapter(options?)` → `RuntimeAdapter` named "fake". `options.command` is the provider's
+ *   argv (default `[process.execPath, FAKE_PROVIDER_SCRIPT]`, right for a checkout; a compiled binary
+ *   passes `[process.execPath, "__fake-provider"]`); `options.lineCap` overrides the 64 MiB line cap
+ *   (tests use a small one).
+ * - `FAKE_PROVIDER_SCRIPT`: the absolute path of `src/workers/fake-provider.ts`.
+ *
+ * Run order: spawn (its own group) → `recordNative({pgid, startTime})` awaited → the `ready` handshake
+ * (else AGENT_RUNTIME_NOT_READY) → the task input → events, requests and native ids as they come →
+ * one outcome. The stream is read to its end even after the outcome, so the provider never blocks on
+ * a full pipe; a malformed or oversized line ends the run with AGENT_PROVIDER_ERROR and stops reading.
+ */
+import { join } from "node:path";
+import { DECISIONS } from "../../main/bridge/service/hitl-validation.ts";
+import { isServerFsError, ServerFsError } from "../../shared/errors.ts";
+import { cutUtf8 } from "../../shared/utf8.ts";
+import { type AdapterLine, type ProviderLine, ProviderLineSchema, parseLine } from "./fake-wire.ts";
+import { reconcileFromEvidence } from "./reconcile.ts";
+import { type ProviderProcess, spawnProvider } from "./spawn.ts";
+import type { ApprovalPayload, Outcome, QuestionPayload, RunContext, RunHandle, RuntimeAdapter } from "./types.ts";
+
+export const FAKE_PROVIDER_SCRIPT = join(import.meta.dir, "..", "fake-provider.ts");
+
+/** bridge.md §4.2: adapters cut long free text in events to this many bytes. */
+const EVENT_TEXT_BYTES = 32_768;
+
+export interface FakeAdapterOptions {
+  command?: readonly string[];
+  lineCap?: number;
+}
+
+const failed = (code: ServerFsError["code"], message: string, stderrTail?: string): Outcome =>
+  stderrTail ? { kind: "failed", code, message, stderrTail } : { kind: "failed", code, message };
+
+const failedFrom = (e: unknown): Outcome =>
+  isServerFsError(e) ? failed(e.code, e.message) : failed("AGENT_PROVIDER_ERROR", "agent runtime failed");
+
+const notActive = (): ServerFsError => new ServerFsError("AGENT_TASK_NOT_ACTIVE", "the provider is not ready for a message");
+
+function approvalPayload(command: string): ApprovalPayload {
+  return { category: "command", title: "Run a command", command_display: command, available_decisions: [...DECISIONS] };
+}
+
+function questionPayload(prompt: string): QuestionPayload {
+  return {
+    questions: [
+      {
+        question_id: "q1",
+        prompt,
+        options: [
+          { option_id: "a", label: "a" },
+          { option_id: "b", label: "b" },
+        ],
+        multi_select: false,
+        allow_free_text: true,
+      },
+    ],
+  };
+}
+
+/** One run of the fake provider: the state between its process and the caller. */
+class FakeRun {
+  private settle!: (o: Outcome) => void;
+  private settled = false;
+  readonly outcome = new Promise<Outcome>((resolve) => {
+    this.settle = (o) => {
+      if (this.settled) return;
+      this.settled = true;
+      resolve(o);
+    };
+  });
+  /** The task input was sent and the stream is still open. */
+  private running = false;
+  private cancelRequested = false;
+  private nextMessageId = 0;
+  private readonly acks = new Map<number, { resolve: () => void; reject: (e: ServerFsError) => void }>();
+
+  constructor(
+    private readonly proc: ProviderProcess,
+    private readonly ctx: RunContext,
+  ) {}
+
+  private send(line: AdapterLine): void {
+    this.proc.send(JSON.stringify(line));
+  }
+
+  async drive(): Promise<void> {
+    try {
+      // a rejection ends the run with its code, before the provider has its task input
+      await this.ctx.recordNative({ pgid: this.proc.pgid, startTime: this.proc.startTime });
+      const first = await this.proc.lines.next();
+      const ready = first.done ? null : parseLine(ProviderLineSchema, first.value);
+      if (this.cancelRequested) {
+        this.settle({ kind: "cancelled" });
+      } else if (ready?.type !== "ready") {
+        this.settle(failed("AGENT_RUNTIME_NOT_READY", "the agent runtime failed its handshake", this.proc.stderrTail()));
+      } else {
+        this.send({
+          type: "run",
+          task_id: this.ctx.taskId,
+          prompt: this.ctx.prompt,
+          cwd: this.ctx.cwd,
+          profile: this.ctx.profile,
+          continue_session_id: this.ctx.continueNativeSessionId,
+        });
+        this.running = true;
+        for await (const raw of this.proc.lines) {
+          const line = parseLine(ProviderLineSchema, raw);
+          if (line === null) throw new ServerFsError("AGENT_PROVIDER_ERROR", "the agent runtime sent a malformed line");
+          await this.handle(line);
+        }
+      }
+      this.settle(
+        this.cancelRequested
+          ? { kind: "cancelled" }
+          : failed("AGENT_PROVIDER_ERROR", "the agent runtime ended before an outcome", this.proc.stderrTail()),
+      );
+    } catch (e) {
+      this.settle(failedFrom(e));
+    } finally {
+      this.running = false;
+      // stops reading where the run ended early (handshake, malformed line), so the stream is released
+      await this.proc.lines.return(undefined);
+      this.proc.closeStdin();
+      for (const ack of this.acks.values()) ack.reject(notActive());
+      this.acks.clear();
+    }
+  }
+
+  private async handle(line: ProviderLine): Promise<void> {
+    if (this.settled) return;
+    switch (line.type) {
+      case "ready":
+        return;
+      case "session":
+        return this.ctx.recordNative({ sessionId: line.session_id, turnId: line.turn_id });
+      case "agent_message": {
+        const cut = cutUtf8(line.text, EVENT_TEXT_BYTES);
+        this.ctx.emit("agent.message", cut.truncated ? { text: cut.text, truncated: true } : { text: cut.text });
+        return;
+      }
+      case "approval_request": {
+        // answered without blocking the stream; a request that cannot reach a human is a denial
+        const { id } = line;
+        void this.ctx.requestApproval(approvalPayload(line.command)).then(
+          (r) => this.send({ type: "approval_response", id, decision: r.decision }),
+          () => this.send({ type: "approval_response", id, decision: "deny" }),
+        );
+        return;
+      }
+      case "question_request": {
+        const { id } = line;
+        void this.ctx.askQuestion(questionPayload(line.prompt)).then(
+          (r) => this.send({ type: "question_response", id, answers: r.answers }),
+          () => this.send({ type: "question_response", id, answers: null }),
+        );
+        return;
+      }
+      case "message_ack":
+        this.acks.get(line.id)?.resolve();
+        this.acks.delete(line.id);
+        return;
+      case "final":
+        return this.settle({ kind: "final", text: line.text });
+      case "failed":
+        return this.settle(failed(line.code, line.message));
+      case "cancelled":
+        return this.settle({ kind: "cancelled" });
+    }
+  }
+
+  sendMessage(text: string): Promise<void> {
+    if (!this.running || this.settled) return Promise.reject(notActive());
+    const id = this.nextMessageId++;
+    const acked = new Promise<void>((resolve, reject) => this.acks.set(id, { resolve, reject }));
+    this.send({ type: "message", id, text });
+    return acked;
+  }
+
+  cancel(): void {
+    if (this.cancelRequested) return;
+    this.cancelRequested = true;
+    if (this.running) this.send({ type: "interrupt" });
+    this.proc.closeStdin();
+  }
+}
+
+function spawnFailure(outcome: Outcome): RunHandle {
+  return {
+    outcome: Promise.resolve(outcome),
+    pgid: null,
+    sendMessage: () => Promise.reject(notActive()),
+    cancel: () => undefined,
+    closeAndWait: async () => true,
+  };
+}
+
+export function createFakeAdapter(options: FakeAdapterOptions = {}): RuntimeAdapter {
+  const command = options.command ?? [process.execPath, FAKE_PROVIDER_SCRIPT];
+  return {
+    name: "fake",
+    async probe() {
+      return {
+        name: "fake",
+        available: true,
+        version: "1",
+        persistent_session: true,
+        live_steer: true,
+        interactive_approval: true,
+        interactive_question: true,
+        in_flight_recovery: "session-resume",
+      };
+    },
+    start(ctx) {
+      let proc: ProviderProcess;
+      try {
+        proc = spawnProvider({ command, cwd: ctx.cwd, env: ctx.env, mark: ctx.mark, lineCap: options.lineCap });
+      } catch (e) {
+        return spawnFailure(failedFrom(e));
+      }
+      const run = new FakeRun(proc, ctx);
+      void run.drive();
+      return {
+        outcome: run.outcome,
+        pgid: proc.pgid,
+        sendMessage: (text) => run.sendMessage(text),
+        cancel: () => run.cancel(),
+        closeAndWait: (ms) => proc.closeAndWait(ms),
+      };
+    },
+    reconcile: reconcileFromEvidence,
+  };
+}

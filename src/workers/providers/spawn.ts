@@ -1,0 +1,137 @@
+/**
+ * Starting a provider child the way every runtime needs it (providers.md "Process model", bridge.md
+ * §5.4 steps 2–3): its own process group (Bun's `detached` calls `setsid`, so pgid == pid), stdin and
+ * stdout piped, stderr drained into a bounded tail, the environment plus `SERVERFS_PROVIDER_MARK`.
+ *
+ * Offers:
+ * - `spawnProvider(spec)` → `ProviderProcess`, synchronously, with the leader's pgid and start time
+ *   already read from `/proc`. A missing binary or start directory throws
+ *   `ServerFsError("AGENT_RUNTIME_UNAVAILABLE")`.
+ * - `ProviderProcess`: `lines` (the stdout line reader, 64 MiB cap unless `spec.lineCap`), `send(line)`,
+ *   `closeStdin()`, `exited`, `closeAndWait(timeoutMs)`, `stderrTail()`.
+ * - `STDERR_TAIL_BYTES`, types `SpawnSpec`, `ProviderProcess`.
+ *
+ * The stderr tail is raw provider output: callers redact it before it reaches any message.
+ */
+import { ServerFsError } from "../../shared/errors.ts";
+import { PROVIDER_MARK_VARIABLE, readProcStat } from "../../shared/process-group.ts";
+import { readLines } from "./line-reader.ts";
+
+export const STDERR_TAIL_BYTES = 8192;
+
+export interface SpawnSpec {
+  /** argv; `command[0]` is looked up on PATH when not absolute. */
+  command: readonly string[];
+  /** Absolute host directory the provider runs in. */
+  cwd: string;
+  /** The provider's environment, without the mark (added here). */
+  env: Readonly<Record<string, string | undefined>>;
+  /** 32 lowercase hex, already durable before this call (§5.4 step 2). */
+  mark: string;
+  lineCap?: number;
+  stderrTailBytes?: number;
+}
+
+export interface ProviderProcess {
+  readonly pid: number;
+  /** The process group id; equal to `pid`, verified from `/proc`. */
+  readonly pgid: number;
+  /** Field 22 of `/proc/<pid>/stat`. */
+  readonly startTime: number;
+  /** The provider's stdout, line by line; iterate it once. */
+  readonly lines: AsyncGenerator<string>;
+  /** Writes `line` plus a newline; writes after the provider went away are dropped. */
+  send(line: string): void;
+  closeStdin(): void;
+  /** Resolves with the exit code (128 + signal number when killed). */
+  readonly exited: Promise<number>;
+  /** Closes stdin and waits up to `timeoutMs` for the leader to exit; true if it did. */
+  closeAndWait(timeoutMs: number): Promise<boolean>;
+  /** The last bytes the provider wrote to stderr (raw, for redaction by the caller). */
+  stderrTail(): string;
+}
+
+/** Keeps only the last `max` bytes of a stream, so a chatty provider cannot grow memory. */
+function drainTail(stream: ReadableStream<Uint8Array>, max: number): () => string {
+  let tail = Buffer.alloc(0);
+  void (async () => {
+    for await (const chunk of stream) {
+      const joined = Buffer.concat([tail, chunk]);
+      tail = joined.length > max ? joined.subarray(joined.length - max) : joined;
+    }
+  })().catch(() => undefined);
+  return () => {
+    let start = 0;
+    // skip continuation bytes of a character cut at the front
+    while (start < tail.length && (tail[start]! & 0xc0) === 0x80) start++;
+    return tail.subarray(start).toString("utf8");
+  };
+}
+
+export function spawnProvider(spec: SpawnSpec): ProviderProcess {
+  let child: Bun.Subprocess<"pipe", "pipe", "pipe">;
+  try {
+    child = Bun.spawn({
+      cmd: [...spec.command],
+      cwd: spec.cwd,
+      env: { ...spec.env, [PROVIDER_MARK_VARIABLE]: spec.mark },
+      detached: true,
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+  } catch {
+    throw new ServerFsError("AGENT_RUNTIME_UNAVAILABLE", "the agent runtime could not be started");
+  }
+  // Bun reaps children from its event loop, so the leader is at least a zombie with a readable stat here
+  const stat = readProcStat(child.pid);
+  if (stat === null || stat.pgrp !== child.pid) {
+    child.kill("SIGKILL");
+    throw new ServerFsError("AGENT_RUNTIME_UNAVAILABLE", "the agent runtime did not start in its own process group");
+  }
+  const stdin = child.stdin;
+  let stdinOpen = true;
+  const closeStdin = (): void => {
+    if (!stdinOpen) return;
+    stdinOpen = false;
+    try {
+      stdin.end();
+    } catch {
+      // the provider already went away
+    }
+  };
+  let exitedFlag = false;
+  const exited = child.exited.then((code) => {
+    exitedFlag = true;
+    return code;
+  });
+  return {
+    pid: child.pid,
+    pgid: stat.pgrp,
+    startTime: stat.startTime,
+    lines: readLines(child.stdout, spec.lineCap),
+    send(line) {
+      if (!stdinOpen) return;
+      try {
+        stdin.write(`${line}\n`);
+        void Promise.resolve(stdin.flush()).catch(() => undefined);
+      } catch {
+        // a broken pipe: the stream's end reports the failure
+      }
+    },
+    closeStdin,
+    exited,
+    async closeAndWait(timeoutMs) {
+      closeStdin();
+      if (exitedFlag) return true;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const timeout = new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), timeoutMs);
+      });
+      const done = await Promise.race([exited.then(() => true as const), timeout]);
+      clearTimeout(timer);
+      return done;
+    },
+    stderrTail: drainTail(child.stderr, spec.stderrTailBytes ?? STDERR_TAIL_BYTES),
+  };
+}

@@ -1,0 +1,156 @@
+/**
+ * The runtime adapter contract (providers.md "The adapter contract"), provider-neutral: the task
+ * service and the provider worker drive codex, claude and fake through these types only.
+ *
+ * Offers types: `RuntimeAdapter`, `RuntimeInfo`, `RunContext`, `RunHandle`, `Outcome`,
+ * `ProviderEventType`, `ApprovalPayload`, `QuestionPayload`, `ApprovalResolution`,
+ * `QuestionResolution`, `NativeFacts`, `Profile`, `ReconcileRecord`, `ReconcileVerdict`.
+ *
+ * Everything a run hands back (outcome, payloads) is plain data, so it crosses a comlink boundary.
+ * Host paths in payloads and texts are left for the Bridge's redaction (bridge.md §4.5).
+ */
+import type { ApprovalResolution, Decision, QuestionResolution } from "../../main/bridge/service/hitl-validation.ts";
+import type { ErrorCode } from "../../shared/errors.ts";
+
+export type { ApprovalResolution, Decision, QuestionResolution };
+
+export type Profile = "review" | "workspace-write";
+
+/** One `runtime.list` entry (bridge.md §13.1) for an available runtime. */
+export interface RuntimeInfo {
+  name: string;
+  available: boolean;
+  version: string | null;
+  persistent_session: boolean;
+  live_steer: boolean;
+  interactive_approval: boolean;
+  interactive_question: boolean;
+  in_flight_recovery: "none" | "session-resume" | "native";
+}
+
+/** The provider-normalized event types of bridge.md §4.3 (their payloads are specified there). */
+export type ProviderEventType =
+  | "turn.started"
+  | "item.started"
+  | "item.completed"
+  | "provider.error"
+  | "agent.message"
+  | "command.started"
+  | "file_change.started"
+  | "tool.started"
+  | "tool.completed";
+
+/** bridge.md §6.1 approval payload, as an adapter fills it. */
+export interface ApprovalPayload {
+  category:
+    | "command"
+    | "file_change"
+    | "filesystem_permission"
+    | "network_permission"
+    | "mcp_tool"
+    | "provider_permission"
+    | "other";
+  title: string;
+  /** Empty means all four. */
+  available_decisions: Decision[];
+  reason?: string;
+  relative_cwd?: string;
+  command_display?: string;
+  tool?: string;
+  blocked_path?: string;
+  file_changes?: { path: string }[];
+  requested_permissions?: { permission_id: string; kind: string; details: Record<string, unknown> }[];
+  network_approval_context?: Record<string, unknown>;
+  additional_permissions?: Record<string, unknown>;
+  tool_input?: Record<string, unknown>;
+}
+
+/** bridge.md §6.1 question payload. */
+export interface QuestionPayload {
+  questions: {
+    question_id: string;
+    prompt: string;
+    options: { option_id: string; label: string; description?: string }[];
+    multi_select: boolean;
+    allow_free_text: boolean;
+  }[];
+}
+
+/** Native facts as they become known; an absent field is left as stored. */
+export interface NativeFacts {
+  sessionId?: string;
+  turnId?: string;
+  pgid?: number;
+  startTime?: number;
+}
+
+export interface RunContext {
+  taskId: string;
+  /** Absolute host directory the provider runs in. */
+  cwd: string;
+  prompt: string;
+  profile: Profile;
+  /** The prior task's native session for a continuation, else null. */
+  continueNativeSessionId: string | null;
+  /** 32 lowercase hex, durable before `start` is called; exported as SERVERFS_PROVIDER_MARK. */
+  mark: string;
+  /** The provider's environment (the Bridge's plus the runtime's own variables). */
+  env: Readonly<Record<string, string | undefined>>;
+  emit(type: ProviderEventType, payload: Record<string, unknown>): void;
+  /** Rejects with a ServerFsError (e.g. AGENT_INTERACTION_EXPIRED) when no human answer will come. */
+  requestApproval(payload: ApprovalPayload): Promise<ApprovalResolution>;
+  askQuestion(payload: QuestionPayload): Promise<QuestionResolution>;
+  /** The provider withdrew its own pending request. */
+  abandonInteraction(): void;
+  /**
+   * Durably records native facts. The adapter awaits `{pgid, startTime}` before the provider gets its
+   * task input; a rejection ends the run with the rejection's code.
+   */
+  recordNative(facts: NativeFacts): Promise<void>;
+}
+
+/** Exactly one per run. A failure's `stderrTail` is raw provider output: redact before use. */
+export type Outcome =
+  | { kind: "final"; text: string }
+  | { kind: "failed"; code: ErrorCode; message: string; stderrTail?: string }
+  | { kind: "cancelled" };
+
+export interface RunHandle {
+  /** Always resolves, never rejects. */
+  readonly outcome: Promise<Outcome>;
+  /** The group id once spawned (== the leader's pid), else null. */
+  readonly pgid: number | null;
+  /**
+   * Live steering. AGENT_PROVIDER_ERROR when the runtime has none or refuses;
+   * AGENT_TASK_NOT_ACTIVE when the provider is not (or no longer) ready to take it.
+   */
+  sendMessage(text: string): Promise<void>;
+  /** Asks the provider to stop the turn; the caller then waits (`closeAndWait`) and kills the group. */
+  cancel(): void;
+  /** Closes the provider's input and waits up to `timeoutMs` for the leader to exit; true if it did. */
+  closeAndWait(timeoutMs: number): Promise<boolean>;
+}
+
+/** What reconciliation knows of a task's provider (bridge.md §12). */
+export interface ReconcileRecord {
+  nativeSessionId: string | null;
+  pgid: number | null;
+  startTime: number | null;
+  mark: string | null;
+}
+
+export interface ReconcileVerdict {
+  status: "SESSION_RESUMABLE" | "NOT_RECOVERABLE" | "UNKNOWN";
+  /** false only when the group is proven gone; null when it cannot be checked. */
+  providerActive: boolean | null;
+}
+
+export interface RuntimeAdapter {
+  readonly name: string;
+  /** Never starts a run; bounded; a missing binary is `available: false`, not an error. */
+  probe(): Promise<RuntimeInfo>;
+  /** Starts a run, or resumes `ctx.continueNativeSessionId`. Spawn failures arrive as the outcome. */
+  start(ctx: RunContext): RunHandle;
+  /** After a restart: classification and `provider_active` from the process-group check, no signals. */
+  reconcile(record: ReconcileRecord): ReconcileVerdict;
+}
