@@ -139,6 +139,30 @@ export class ServerFsError extends Error {
   }
 }
 
+const KNOWN_CODES: ReadonlySet<string> = new Set(ERROR_CODES);
+
+export function isErrorCode(code: string): code is ErrorCode {
+  return KNOWN_CODES.has(code);
+}
+
+/**
+ * An error relayed verbatim from the Bridge (mcp-surface.md §9.1). Bridge codes are additive, so a
+ * newer Bridge may send a code this build does not list: `relayedCode` and `toText()` always carry
+ * the code as received; `code` is that same code when it is listed, else AGENT_BRIDGE_ERROR, so code
+ * that switches on `code` stays exhaustive over known codes.
+ */
+export class RelayedError extends ServerFsError {
+  readonly relayedCode: string;
+  constructor(relayedCode: string, message: string) {
+    super(isErrorCode(relayedCode) ? relayedCode : "AGENT_BRIDGE_ERROR", message);
+    this.relayedCode = relayedCode;
+  }
+
+  override toText(): string {
+    return `${this.relayedCode}: ${this.message}`;
+  }
+}
+
 export function fail(code: ErrorCode, message: string): never {
   throw new ServerFsError(code, message);
 }

@@ -37,10 +37,12 @@ export const parseAudit = (text: string): Record<string, unknown>[] =>
     .filter((l) => l.startsWith("{"))
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 
-export async function startStdio(configPath: string, env: Record<string, string> = {}): Promise<McpSession> {
+/** `launcher` (e.g. `["prlimit", "--nofile=32", "--"]`) is prepended to the server's command line. */
+export async function startStdio(configPath: string, env: Record<string, string> = {}, launcher: string[] = []): Promise<McpSession> {
+  const [command, ...args] = [...launcher, BUN, CLI, "mcp", "--config", configPath];
   const transport = new StdioClientTransport({
-    command: BUN,
-    args: [CLI, "mcp", "--config", configPath],
+    command: command!,
+    args,
     cwd: REPO_ROOT,
     env: { ...(process.env as Record<string, string>), ...env },
     stderr: "pipe",
@@ -58,4 +60,27 @@ export async function startStdio(configPath: string, env: Record<string, string>
     call: (name, args = {}) => client.callTool({ name, arguments: args }) as Promise<CallToolResult>,
     close: () => client.close(),
   };
+}
+
+/**
+ * Makes one call and returns its result with its `tool_call` audit record. stderr and stdout are
+ * separate pipes, so a response can overtake its audit line: this waits (bounded) for the record.
+ * Calls must not overlap while this runs.
+ */
+export async function callAudited(
+  session: McpSession,
+  name: string,
+  args: Record<string, unknown> = {},
+  timeoutMs = 5_000,
+): Promise<{ result: CallToolResult; record: Record<string, unknown> }> {
+  const toolCalls = () => session.audit().filter((r) => r["event"] === "tool_call");
+  const before = toolCalls().length;
+  const result = await session.call(name, args);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const calls = toolCalls();
+    if (calls.length > before) return { result, record: calls[before]! };
+    if (Date.now() > deadline) throw new Error(`no tool_call audit record for ${name}`);
+    await Bun.sleep(5);
+  }
 }

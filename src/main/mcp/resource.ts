@@ -1,5 +1,12 @@
-/** The `serverfs://{workdir}/{path}` resource template (mcp-surface.md §5.7). */
-import type { McpDeps } from "./deps.ts";
+/**
+ * The `serverfs://{workdir}/{path}` resource (mcp-surface.md §5.7): read_text_file from line 1
+ * with `max_lines = max_read_lines`, all or nothing. Failures are JSON-RPC errors whose message is
+ * exactly `CODE: message` (not the SDK's McpError, which would prefix it).
+ */
+import { ServerFsError } from "../../shared/errors.ts";
+import { decodeStrict } from "../../shared/utf8.ts";
+import { type McpDeps, requireWorkspace } from "./deps.ts";
+import { readTextPage } from "./fs/text-page.ts";
 
 export const RESOURCE_TEMPLATE = {
   uriTemplate: "serverfs://{workdir}/{path}",
@@ -9,6 +16,54 @@ export const RESOURCE_TEMPLATE = {
   mimeType: "text/plain",
 };
 
-export async function readResource(_deps: McpDeps, _uri: string): Promise<{ contents: unknown[] }> {
-  throw Object.assign(new Error("READ_FAILED: resource reads are not wired yet"), { code: -32603 });
+const SCHEME = "serverfs://";
+/** JSON-RPC codes: "resource not found" for a missing workdir or file, internal error otherwise. */
+const NOT_FOUND = -32002;
+const INTERNAL = -32603;
+
+/** Percent-decodes once, as bytes; a `%` not followed by two hex digits stays literal. */
+function percentDecode(s: string): string {
+  const raw = Buffer.from(s, "utf8");
+  const out: number[] = [];
+  for (let i = 0; i < raw.length; i++) {
+    const hex = raw[i] === 0x25 ? raw.toString("latin1", i + 1, i + 3) : "";
+    if (/^[0-9A-Fa-f]{2}$/.test(hex)) {
+      out.push(Number.parseInt(hex, 16));
+      i += 2;
+    } else out.push(raw[i]!);
+  }
+  const text = decodeStrict(Uint8Array.from(out));
+  if (text === null) throw new ServerFsError("INVALID_ARGUMENT", "the resource URI path is not valid UTF-8 once decoded");
+  return text;
+}
+
+/** `serverfs://<alias>/<path>`: the alias up to the first `/`, everything after it the (still encoded) path. */
+function splitUri(uri: string): { alias: string; encodedPath: string } {
+  if (!uri.startsWith(SCHEME)) throw new ServerFsError("INVALID_ARGUMENT", "the resource URI must start with serverfs://");
+  const rest = uri.slice(SCHEME.length);
+  const slash = rest.indexOf("/");
+  if (slash === -1) return { alias: rest, encodedPath: "" };
+  return { alias: rest.slice(0, slash), encodedPath: rest.slice(slash + 1) };
+}
+
+function rpcError(e: unknown): Error & { code: number } {
+  const err = e instanceof ServerFsError ? e : new ServerFsError("READ_FAILED", "unexpected internal failure");
+  const code = err.code === "WORKDIR_NOT_FOUND" || err.code === "PATH_NOT_FOUND" ? NOT_FOUND : INTERNAL;
+  return Object.assign(new Error(err.toText()), { code });
+}
+
+export async function readResource(deps: McpDeps, uri: string): Promise<{ contents: unknown[] }> {
+  try {
+    const { alias, encodedPath } = splitUri(uri);
+    const ws = requireWorkspace(deps, alias);
+    const page = readTextPage(ws, ws.confine(percentDecode(encodedPath)), {
+      startLine: 1,
+      maxLines: ws.policy.max_read_lines,
+      maxBytes: ws.policy.max_read_bytes,
+      whole: true,
+    });
+    return { contents: [{ uri, mimeType: "text/plain", text: page.content }] };
+  } catch (e) {
+    throw rpcError(e);
+  }
 }

@@ -19,7 +19,8 @@ export const LOCK_UN = 8;
 export const EWOULDBLOCK = 11;
 export const EINTR = 4;
 
-function errno(): number {
+/** The calling thread's errno, read right after a failed libc call. */
+export function errno(): number {
   const p = libc.symbols.__errno_location();
   return p === null ? -1 : read.i32(p, 0);
 }

@@ -9,6 +9,12 @@ export type Side = "read" | "mutation";
 export const osCode = (e: unknown): string | undefined =>
   typeof e === "object" && e !== null && "code" in e && typeof e.code === "string" ? e.code : undefined;
 
+/** Out of file descriptors: the one condition walks and search never skip past (RESOURCE_EXHAUSTED). */
+export const isExhaustion = (e: unknown): boolean => {
+  const code = osCode(e);
+  return code === "EMFILE" || code === "ENFILE";
+};
+
 const PHRASES: Partial<Record<ErrorCode, string>> = {
   PATH_NOT_FOUND: "does not exist",
   PARENT_NOT_FOUND: "parent directory does not exist",

@@ -2,61 +2,67 @@
  * The one glob matcher (mcp-surface.md §4.4): case-sensitive, whole-string; `*` any run, `?` one
  * character, `[abc]` / `[a-z]` / `[!abc]` classes, an unmatched `[` is literal. Deny globs,
  * `find_files.pattern` and `search_text.glob` all compile through here.
+ *
+ * Globs are compiled to `u`-flag regular expressions, so characters are code points (an astral
+ * character is one `?`) and only escapes that `u` mode accepts are emitted.
  */
 
 export interface GlobOptions {
-  /** `*` and `?` may match `/` (whole-path deny globs). */
+  /** `*`, `?` and negated classes may match `/` (whole-path deny globs). */
   crossSlash: boolean;
   /** A whole `**` segment matches zero or more path segments (search_text globs). */
   globstar?: boolean;
 }
 
-const escapeChar = (c: string) => (/[\\^$.*+?()[\]{}|/-]/.test(c) ? `\\${c}` : c);
+/** Outside a class `u` mode accepts identity escapes only for syntax characters and `/`. */
+const escapeLiteral = (c: string) => (/^[\\^$.*+?()[\]{}|/]$/.test(c) ? `\\${c}` : c);
+/** Inside a class only these characters are special. */
+const escapeInClass = (c: string) => (/^[\\\]^[-]$/.test(c) ? `\\${c}` : c);
 
-function compileClass(glob: string, start: number): { source: string; end: number } | null {
+/** Compiles the class starting at `chars[start] === "["`, or null when no `]` closes it. */
+function compileClass(chars: readonly string[], start: number, opts: GlobOptions): { source: string; end: number } | null {
   let i = start + 1;
-  let negate = false;
-  if (glob[i] === "!") {
-    negate = true;
-    i++;
-  }
+  const negate = chars[i] === "!";
+  if (negate) i++;
   const body: string[] = [];
-  let first = true;
-  while (i < glob.length) {
-    const c = glob[i]!;
+  for (let first = true; i < chars.length; first = false) {
+    const c = chars[i]!;
     if (c === "]" && !first) {
       const inner = body.join("");
-      return { source: negate ? `[^${inner}/]` : `[${inner}]`, end: i };
+      if (!negate) return { source: `[${inner}]`, end: i };
+      return { source: `[^${inner}${opts.crossSlash ? "" : "/"}]`, end: i };
     }
-    if (glob[i + 1] === "-" && glob[i + 2] !== undefined && glob[i + 2] !== "]") {
-      body.push(`${escapeChar(c)}-${escapeChar(glob[i + 2]!)}`);
+    const hi = chars[i + 2];
+    if (chars[i + 1] === "-" && hi !== undefined && hi !== "]") {
+      // A reversed range (`[z-a]`) holds no character rather than being a syntax error.
+      if (c.codePointAt(0)! <= hi.codePointAt(0)!) body.push(`${escapeInClass(c)}-${escapeInClass(hi)}`);
       i += 3;
     } else {
-      body.push(escapeChar(c));
+      body.push(escapeInClass(c));
       i++;
     }
-    first = false;
   }
   return null;
 }
 
 function compileRun(glob: string, opts: GlobOptions): string {
+  const chars = Array.from(glob);
   const any = opts.crossSlash ? "[\\s\\S]" : "[^/]";
   let out = "";
-  for (let i = 0; i < glob.length; i++) {
-    const c = glob[i]!;
+  for (let i = 0; i < chars.length; i++) {
+    const c = chars[i]!;
     if (c === "*") {
-      while (glob[i + 1] === "*") i++;
+      while (chars[i + 1] === "*") i++;
       out += `${any}*`;
     } else if (c === "?") {
       out += any;
     } else if (c === "[") {
-      const cls = compileClass(glob, i);
+      const cls = compileClass(chars, i, opts);
       if (cls) {
         out += cls.source;
         i = cls.end;
       } else out += "\\[";
-    } else out += escapeChar(c);
+    } else out += escapeLiteral(c);
   }
   return out;
 }

@@ -48,8 +48,13 @@ export class PathPolicy {
     if (!this.options.allow_hidden && segments.some(isHiddenName)) return "HIDDEN_PATH_NOT_ALLOWED";
     if (segments.some((s) => this.segmentDenied(s))) return "DENIED_PATH";
     if (this.wholeDeny.length > 0) {
-      const whole = segments.join("/");
-      if (this.wholeDeny.some((m) => m(whole))) return "DENIED_PATH";
+      // Every ancestor is tested too, so a directory a whole-path glob denies hides its subtree
+      // on direct access exactly as walks (which prune it) do.
+      let prefix = "";
+      for (const seg of segments) {
+        prefix = prefix === "" ? seg : `${prefix}/${seg}`;
+        if (this.wholeDeny.some((m) => m(prefix))) return "DENIED_PATH";
+      }
     }
     return null;
   }

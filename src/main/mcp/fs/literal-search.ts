@@ -1,0 +1,127 @@
+/**
+ * The content side of search_text (mcp-surface.md §5.4): a literal query against one whole file.
+ * A file holding any NUL yields nothing (binary); the BOM is not part of line 1; a line that is not
+ * valid UTF-8 yields nothing; each matching line yields one hit, its text cut to 2,048 bytes.
+ *
+ * Speed matters (most files do not match): matches are found in the file's bytes (or its decoded
+ * text, when case folds) first, and only then is the line around each match located and counted,
+ * so a non-matching line costs no allocation at all.
+ */
+import { isUtf8 } from "node:buffer";
+import { cutUtf8, decodeStrict, hasBom, safePrefixLength } from "../../../shared/utf8.ts";
+
+export interface LineHit {
+  line: number;
+  text: string;
+  text_truncated: boolean;
+}
+
+const HIT_TEXT_MAX_BYTES = 2048;
+const NL = 0x0a;
+
+const escapeRegExp = (s: string) => s.replace(/[\\^$.*+?()[\]{}|]/g, "\\$&");
+
+function hitFromBytes(line: number, bytes: Buffer): LineHit {
+  const cut = safePrefixLength(bytes, HIT_TEXT_MAX_BYTES);
+  return { line, text: bytes.toString("utf8", 0, cut), text_truncated: cut < bytes.length };
+}
+
+function hitFromText(line: number, text: string): LineHit {
+  const cut = cutUtf8(text, HIT_TEXT_MAX_BYTES);
+  return { line, text: cut.text, text_truncated: cut.truncated };
+}
+
+/** Counts `\n` bytes in `buf[from, to)`. */
+function countLines(buf: Buffer, from: number, to: number): number {
+  let n = 0;
+  for (let i = buf.indexOf(NL, from); i !== -1 && i < to; i = buf.indexOf(NL, i + 1)) n++;
+  return n;
+}
+
+/** Counts `\n` characters in `text[from, to)`. */
+function countTextLines(text: string, from: number, to: number): number {
+  let n = 0;
+  for (let i = text.indexOf("\n", from); i !== -1 && i < to; i = text.indexOf("\n", i + 1)) n++;
+  return n;
+}
+
+export class LiteralSearch {
+  /** UTF-8 bytes of the query (case-sensitive), or null when case folds. */
+  private readonly needle: Buffer | null;
+  private readonly folded: RegExp;
+  private readonly foldedLine: RegExp;
+  /** A query with a lone surrogate can never occur in strictly decoded text. */
+  private readonly impossible: boolean;
+
+  constructor(query: string, caseSensitive: boolean) {
+    this.impossible = !query.isWellFormed();
+    this.needle = caseSensitive ? Buffer.from(query, "utf8") : null;
+    this.folded = new RegExp(escapeRegExp(query), "giu");
+    this.foldedLine = new RegExp(escapeRegExp(query), "iu");
+  }
+
+  /** At most `max` hits of one file's content, lines ascending. */
+  scan(content: Buffer, max: number): LineHit[] {
+    if (this.impossible || max <= 0) return [];
+    return this.needle ? this.scanBytes(content, this.needle, max) : this.scanFolded(content, max);
+  }
+
+  private scanBytes(content: Buffer, needle: Buffer, max: number): LineHit[] {
+    const start = hasBom(content) ? 3 : 0;
+    let pos = content.indexOf(needle, start);
+    if (pos === -1 || content.indexOf(0) !== -1) return [];
+    const hits: LineHit[] = [];
+    let line = 1;
+    let counted = start;
+    while (pos !== -1 && hits.length < max) {
+      const lineStart = pos > start ? Math.max(start, content.lastIndexOf(NL, pos - 1) + 1) : start;
+      line += countLines(content, counted, lineStart);
+      counted = lineStart;
+      const nl = content.indexOf(NL, pos);
+      const lineEnd = nl === -1 ? content.length : nl;
+      const bytes = content.subarray(lineStart, lineEnd);
+      if (isUtf8(bytes)) hits.push(hitFromBytes(line, bytes));
+      if (nl === -1) break;
+      pos = content.indexOf(needle, nl + 1);
+    }
+    return hits;
+  }
+
+  private scanFolded(content: Buffer, max: number): LineHit[] {
+    if (content.indexOf(0) !== -1) return [];
+    // Validating first makes the fast lossy decoder exact.
+    if (!isUtf8(content)) return this.scanFoldedLines(content, max);
+    const text = content.toString("utf8");
+    const start = hasBom(content) ? 1 : 0;
+    const re = this.folded;
+    re.lastIndex = start;
+    const hits: LineHit[] = [];
+    let line = 1;
+    let counted = start;
+    for (let m = re.exec(text); m !== null && hits.length < max; m = re.exec(text)) {
+      const pos = m.index;
+      const lineStart = pos > start ? Math.max(start, text.lastIndexOf("\n", pos - 1) + 1) : start;
+      line += countTextLines(text, counted, lineStart);
+      counted = lineStart;
+      const nl = text.indexOf("\n", pos);
+      hits.push(hitFromText(line, text.slice(lineStart, nl === -1 ? text.length : nl)));
+      if (nl === -1) break;
+      re.lastIndex = nl + 1;
+    }
+    return hits;
+  }
+
+  /** The slow path for a file that is not valid UTF-8 as a whole: line by line, invalid lines skipped. */
+  private scanFoldedLines(content: Buffer, max: number): LineHit[] {
+    const hits: LineHit[] = [];
+    let line = 1;
+    for (let lineStart = hasBom(content) ? 3 : 0; lineStart < content.length && hits.length < max; line++) {
+      const nl = content.indexOf(NL, lineStart);
+      const lineEnd = nl === -1 ? content.length : nl;
+      const text = decodeStrict(content.subarray(lineStart, lineEnd));
+      if (text !== null && this.foldedLine.test(text)) hits.push(hitFromText(line, text));
+      lineStart = lineEnd + 1;
+    }
+    return hits;
+  }
+}

@@ -1,0 +1,144 @@
+/**
+ * Reading one page of a text file (mcp-surface.md §5.5), shared by read_text_file and the resource
+ * read (§5.7). The target's type is decided from a no-follow stat before anything is opened; the
+ * file is then read through one non-blocking, no-follow handle, stat-ed before and after.
+ */
+import { type BigIntStats, fstatSync, openSync, readSync } from "node:fs";
+import { type ErrorCode, ServerFsError } from "../../../shared/errors.ts";
+import { at, closeQuietly, lstatAt, READ_FLAGS, withParent } from "../../../shared/fs/dir-handle.ts";
+import { osCode, osError } from "../../../shared/fs/os-errors.ts";
+import { type EntryType, entryType, revisionOf } from "../../../shared/fs/stat.ts";
+import type { NormalizedPath } from "../../../shared/path/policy.ts";
+import { decodeStrict, hasBom } from "../../../shared/utf8.ts";
+import type { Workspace } from "../../../shared/workspace.ts";
+
+export interface PageRequest {
+  startLine: number;
+  /** Already capped at the workdir's `max_read_lines`. */
+  maxLines: number;
+  /** The workdir's `max_read_bytes`. */
+  maxBytes: number;
+  /** Resource reads: the whole file in this one page, else RESOURCE_TOO_LARGE. */
+  whole: boolean;
+}
+
+export interface TextPage {
+  start_line: number;
+  end_line: number;
+  content: string;
+  bytes_returned: number;
+  has_more: boolean;
+  next_start_line: number | null;
+  revision: string;
+}
+
+const HEAD_BYTES = 1024;
+const SEEK_CHUNK = 1 << 16;
+const NL = 0x0a;
+
+const REFUSED_TYPES: Partial<Record<EntryType, [ErrorCode, string]>> = {
+  directory: ["NOT_A_FILE", "is not a file"],
+  symlink: ["SYMLINK_NOT_ALLOWED", "is a symlink, which is not followed"],
+  other: ["UNSUPPORTED_FILE_TYPE", "is a FIFO, socket or device"],
+};
+
+function requireFile(st: BigIntStats, where: string): void {
+  const refused = REFUSED_TYPES[entryType(st)];
+  if (refused) throw new ServerFsError(refused[0], `${where} ${refused[1]}`);
+}
+
+/** Reads up to `length` bytes at `position`, fewer only at end of file. */
+function readAt(fd: number, length: number, position: number): Buffer {
+  const buf = Buffer.allocUnsafe(length);
+  let n = 0;
+  while (n < length) {
+    const got = readSync(fd, buf, n, length - n, position + n);
+    if (got === 0) break;
+    n += got;
+  }
+  return buf.subarray(0, n);
+}
+
+/** The byte offset where line `line` starts, counting from line 1 at `offset`; null past the end. */
+function seekLine(fd: number, offset: number, line: number): number | null {
+  let remaining = line - 1;
+  let position = offset;
+  while (remaining > 0) {
+    const chunk = readAt(fd, SEEK_CHUNK, position);
+    if (chunk.length === 0) return null;
+    for (let i = chunk.indexOf(NL); i !== -1; i = chunk.indexOf(NL, i + 1)) {
+      if (--remaining === 0) return position + i + 1;
+    }
+    position += chunk.length;
+  }
+  return position;
+}
+
+/** The whole lines at the start of `window` that fit both budgets; `window` holds one byte more than the byte budget allows. */
+function fitLines(window: Buffer, maxLines: number, maxBytes: number): { end: number; lines: number } {
+  let end = 0;
+  let lines = 0;
+  while (lines < maxLines && end < window.length) {
+    const nl = window.indexOf(NL, end);
+    const lineEnd = nl === -1 ? window.length : nl + 1;
+    if (lineEnd > maxBytes) break;
+    end = lineEnd;
+    lines++;
+  }
+  return { end, lines };
+}
+
+function readOpenFile(fd: number, where: string, req: PageRequest): TextPage {
+  const before = fstatSync(fd, { bigint: true });
+  requireFile(before, where);
+  const head = readAt(fd, HEAD_BYTES, 0);
+  const bodyStart = hasBom(head) ? 3 : 0;
+  const lineOffset = seekLine(fd, bodyStart, req.startLine);
+  // One byte past the budget tells a line that does not fit from one that ends exactly at it.
+  const room = Math.max(0, Number(before.size) - (lineOffset ?? 0)) + 1;
+  const window = lineOffset === null ? Buffer.alloc(0) : readAt(fd, Math.min(req.maxBytes + 1, room), lineOffset);
+  const { end, lines } = fitLines(window, req.maxLines, req.maxBytes);
+  const after = fstatSync(fd, { bigint: true });
+
+  const tooLarge = lines === 0 && window.length > 0;
+  const slice = tooLarge ? window : window.subarray(0, end);
+  const hasMore = end < window.length;
+  if (revisionOf(before) !== revisionOf(after)) throw new ServerFsError("FILE_CHANGED_DURING_READ", `${where} changed while it was read`);
+  if (head.includes(0) || slice.includes(0)) throw new ServerFsError("BINARY_FILE", `${where} is a binary file`);
+  if (req.whole && (tooLarge || hasMore)) throw new ServerFsError("RESOURCE_TOO_LARGE", `${where} does not fit in one page; use read_text_file`);
+  if (tooLarge) throw new ServerFsError("LINE_TOO_LARGE", `${where} has a line longer than max_read_bytes`);
+  const content = decodeStrict(slice);
+  if (content === null) throw new ServerFsError("UNSUPPORTED_TEXT_ENCODING", `${where} is not valid UTF-8`);
+
+  const endLine = req.startLine + lines - 1;
+  return {
+    start_line: req.startLine,
+    end_line: endLine,
+    content,
+    bytes_returned: end,
+    has_more: hasMore,
+    next_start_line: hasMore ? endLine + 1 : null,
+    revision: revisionOf(before),
+  };
+}
+
+export function readTextPage(ws: Workspace, target: NormalizedPath, req: PageRequest): TextPage {
+  const where = ws.where(target.path);
+  if (target.segments.length === 0) throw new ServerFsError("NOT_A_FILE", `${where} is not a file`);
+  return withParent(ws.realRoot, target.segments, { where, side: "read" }, (dirFd, name) => {
+    let fd: number;
+    try {
+      requireFile(lstatAt(dirFd, name), where);
+      fd = openSync(at(dirFd, name), READ_FLAGS);
+    } catch (e) {
+      throw osError(e, "read", where);
+    }
+    try {
+      return readOpenFile(fd, where, req);
+    } catch (e) {
+      throw osCode(e) === undefined ? e : osError(e, "read", where);
+    } finally {
+      closeQuietly(fd);
+    }
+  });
+}

@@ -1,0 +1,53 @@
+/**
+ * `read_text_file(workdir, path, start_line, max_lines)` (mcp-surface.md §5.5): one page of whole
+ * lines of a UTF-8 text file, with the revision that edits and deletes need.
+ */
+import * as v from "valibot";
+import { type McpDeps, requireWorkspace } from "../deps.ts";
+import { readTextPage } from "../fs/text-page.ts";
+import { defineTool, intParam, READ_ONLY } from "../tool.ts";
+
+const Output = v.strictObject({
+  workdir: v.string(),
+  path: v.string(),
+  start_line: v.number(),
+  end_line: v.number(),
+  content: v.string(),
+  bytes_returned: v.number(),
+  has_more: v.boolean(),
+  next_start_line: v.nullable(v.number()),
+  revision: v.string(),
+});
+
+export const readTextFile = (deps: McpDeps) =>
+  defineTool({
+    name: "read_text_file",
+    title: "Read a text file",
+    description:
+      "Read whole lines of a UTF-8 text file from start_line (1-based), up to max_lines and the workdir's byte budget. Returns the content, has_more / next_start_line for paging, and the revision needed by edit_text_file and delete_file.",
+    annotations: READ_ONLY,
+    input: v.strictObject({
+      workdir: v.string(),
+      path: v.string(),
+      start_line: v.optional(intParam(1), 1),
+      max_lines: v.optional(intParam(1), 200),
+    }),
+    output: Output,
+    unexpected: "READ_FAILED",
+    run(args, call) {
+      const ws = requireWorkspace(deps, args.workdir);
+      const target = ws.confine(args.path);
+      call.audit["path"] = target.path;
+      const page = readTextPage(ws, target, {
+        startLine: args.start_line,
+        maxLines: Math.min(args.max_lines, ws.policy.max_read_lines),
+        maxBytes: ws.policy.max_read_bytes,
+        whole: false,
+      });
+      call.audit["bytes_returned"] = page.bytes_returned;
+      call.audit["start_line"] = page.start_line;
+      call.audit["end_line"] = page.end_line;
+      call.audit["has_more"] = page.has_more;
+      return { workdir: ws.alias, path: target.path, ...page };
+    },
+  });
