@@ -65,6 +65,15 @@ async function main(argv: string[]): Promise<number> {
       }
       return -1;
     }
+    case "bridge": {
+      const { runBridge } = await import("./bridge/startup.ts");
+      return runBridge(configPath);
+    }
+    case "__fake-provider": {
+      const { runFakeProvider } = await import("../workers/fake-provider.ts");
+      await runFakeProvider();
+      return 0;
+    }
     case "demo": {
       const { runDemo } = await import("./demo/run.ts");
       return runDemo();

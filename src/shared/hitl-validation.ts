@@ -3,7 +3,7 @@
  * the decision must be offered, granted permissions must have been requested, and answers must
  * fit the questions exactly. Pure functions: the CAS resolution happens in the store.
  */
-import { ServerFsError } from "../../../shared/errors.ts";
+import { ServerFsError } from "./errors.ts";
 
 export const DECISIONS = ["approve_once", "approve_session", "deny", "cancel_task"] as const;
 export type Decision = (typeof DECISIONS)[number];

@@ -14,7 +14,7 @@
  * Bridge's normalized payloads, as the codex and claude adapters do with theirs.
  */
 import * as v from "valibot";
-import { DECISIONS } from "../../main/bridge/service/hitl-validation.ts";
+import { DECISIONS } from "../../shared/hitl-validation.ts";
 
 export const FAKE_WIRE_PROTOCOL = 1;
 

@@ -16,7 +16,7 @@
  * a full pipe; a malformed or oversized line ends the run with AGENT_PROVIDER_ERROR and stops reading.
  */
 import { join } from "node:path";
-import { DECISIONS } from "../../main/bridge/service/hitl-validation.ts";
+import { DECISIONS } from "../../shared/hitl-validation.ts";
 import { isServerFsError, ServerFsError } from "../../shared/errors.ts";
 import { cutUtf8 } from "../../shared/utf8.ts";
 import { type AdapterLine, type ProviderLine, ProviderLineSchema, parseLine } from "./fake-wire.ts";

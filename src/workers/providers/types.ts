@@ -9,7 +9,7 @@
  * Everything a run hands back (outcome, payloads) is plain data, so it crosses a comlink boundary.
  * Host paths in payloads and texts are left for the Bridge's redaction (bridge.md §4.5).
  */
-import type { ApprovalResolution, Decision, QuestionResolution } from "../../main/bridge/service/hitl-validation.ts";
+import type { ApprovalResolution, Decision, QuestionResolution } from "../../shared/hitl-validation.ts";
 import type { ErrorCode } from "../../shared/errors.ts";
 
 export type { ApprovalResolution, Decision, QuestionResolution };

@@ -3,6 +3,8 @@
  * binary transfer, Agent tools when the Bridge is enabled and some workdir has an agent mode — in
  * the table's order, fixed at startup.
  */
+import { agentTools } from "../agent/index.ts";
+import { BridgeClient } from "../bridge-client.ts";
 import type { McpDeps } from "../deps.ts";
 import type { ToolDef } from "../tool.ts";
 import { createDirectory } from "./create-directory.ts";
@@ -42,5 +44,10 @@ export function buildTools(deps: McpDeps): ToolDef[] {
     deleteDirectory(deps),
   ];
   if (binaryToolsEnabled(deps)) tools.push(downloadBinaryFile(deps), uploadBinaryFile(deps));
+  if (agentToolsEnabled(deps)) {
+    // One client per server: a fresh connection per call, nothing opened at startup (§2.3).
+    const client = BridgeClient.fromConfig(deps.config);
+    tools.push(...agentTools(deps, (method, params, opts) => client.call(method as never, params as never, opts)));
+  }
   return tools;
 }

@@ -1,0 +1,84 @@
+/**
+ * One request line in, one response out, checked in exactly the order of bridge.md §2.2:
+ * UTF-8 and JSON → top-level key set and types → protocol version → method name → params key set
+ * → params types → the method's handler. Once shutdown has begun every line is answered
+ * BRIDGE_CLOSED. A handler's `ServerFsError` becomes its code and message; anything else it throws
+ * is BRIDGE_PROTOCOL_ERROR with a generic message. Offers `answerLine` and the handler types.
+ */
+import { checkObject } from "../../../shared/bridge-protocol/check.ts";
+import {
+  isJsonObject,
+  PROTOCOL_VERSION,
+  RequestEnvelopeSchema,
+  type RpcResponse,
+} from "../../../shared/bridge-protocol/envelope.ts";
+import { isMethod, METHOD_PARAMS, type Method, type Params } from "../../../shared/bridge-protocol/methods.ts";
+import { isServerFsError } from "../../../shared/errors.ts";
+import { decodeStrict } from "../../../shared/utf8.ts";
+import { failure, INTERNAL_FAILURE, success } from "./responses.ts";
+
+export interface RequestContext {
+  /** Aborted when the connection closes or the server closes (long polls return at once). */
+  signal: AbortSignal;
+}
+
+export type MethodHandler<M extends Method> = (params: Params<M>, ctx: RequestContext) => Promise<object> | object;
+export type MethodHandlers = { [M in Method]?: MethodHandler<M> };
+
+export interface Dispatch {
+  handlers: MethodHandlers;
+  /** True once shutdown has begun. */
+  isClosing: () => boolean;
+  /** Told about every unexpected handler failure (the peer only sees a generic message). */
+  onUnexpected?: ((method: Method, error: unknown) => void) | undefined;
+}
+
+type Parsed = { ok: true; value: unknown } | { ok: false; message: string };
+
+function parseLine(bytes: Uint8Array): Parsed {
+  const text = decodeStrict(bytes);
+  if (text === null) return { ok: false, message: "request is not valid UTF-8" };
+  try {
+    // JSON.parse has no NaN/Infinity literals and keeps the last of repeated keys (§2.1)
+    return { ok: true, value: JSON.parse(text) };
+  } catch {
+    return { ok: false, message: "request is not a JSON object" };
+  }
+}
+
+/** The id to echo: the line's `request_id` when it is a non-empty string (§2.2). */
+function echoId(value: unknown): string | null {
+  if (!isJsonObject(value)) return null;
+  const id = value["request_id"];
+  return typeof id === "string" && id !== "" ? id : null;
+}
+
+export async function answerLine(bytes: Uint8Array, dispatch: Dispatch, ctx: RequestContext): Promise<RpcResponse> {
+  const parsed = parseLine(bytes);
+  const id = parsed.ok ? echoId(parsed.value) : null;
+  if (dispatch.isClosing()) return failure(id, "BRIDGE_CLOSED", "the Bridge is shutting down");
+  if (!parsed.ok) return failure(null, "INVALID_REQUEST", parsed.message);
+  if (!isJsonObject(parsed.value)) return failure(null, "INVALID_REQUEST", "request is not a JSON object");
+
+  const envelope = checkObject(RequestEnvelopeSchema, parsed.value, "", "request");
+  if (!envelope.ok) return failure(id, "INVALID_REQUEST", envelope.message);
+  const { protocol_version, request_id, method, params } = envelope.value;
+  if (protocol_version !== PROTOCOL_VERSION) {
+    return failure(request_id, "PROTOCOL_VERSION_UNSUPPORTED", `this Bridge speaks protocol version ${PROTOCOL_VERSION}`);
+  }
+  const handler = isMethod(method) ? dispatch.handlers[method] : undefined;
+  if (!isMethod(method) || handler === undefined) return failure(request_id, "METHOD_NOT_FOUND", "unknown method");
+
+  const checked = checkObject(METHOD_PARAMS[method], params, "params.", "params");
+  if (!checked.ok) return failure(request_id, "INVALID_REQUEST", checked.message);
+
+  try {
+    const result = await (handler as MethodHandler<Method>)(checked.value as Params<Method>, ctx);
+    if (!isJsonObject(result)) throw new TypeError("handler result is not an object");
+    return success(request_id, result);
+  } catch (e) {
+    if (isServerFsError(e)) return failure(request_id, e.code, e.message);
+    dispatch.onUnexpected?.(method, e);
+    return failure(request_id, "BRIDGE_PROTOCOL_ERROR", INTERNAL_FAILURE);
+  }
+}

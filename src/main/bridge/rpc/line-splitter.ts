@@ -1,0 +1,51 @@
+/**
+ * NDJSON framing for one connection (bridge.md §2.1): bytes in, complete lines out, in order.
+ * A line's LF is dropped (a `\r` before it stays: it is JSON whitespace). Once the bytes of one
+ * line, complete or still unterminated, exceed `MAX_LINE_BYTES`, the splitter yields `too_large`
+ * and ignores all further input: the connection is about to be closed. Offers `LineSplitter` and
+ * `Frame`.
+ */
+import { MAX_LINE_BYTES } from "../../../shared/bridge-protocol/envelope.ts";
+
+export type Frame = { kind: "line"; bytes: Buffer } | { kind: "too_large" };
+
+const LF = 0x0a;
+
+export class LineSplitter {
+  private parts: Buffer[] = [];
+  private partBytes = 0;
+  private overflowed = false;
+
+  /** Bytes held for the current unterminated line. */
+  get buffered(): number {
+    return this.partBytes;
+  }
+
+  push(chunk: Buffer): Frame[] {
+    if (this.overflowed) return [];
+    const frames: Frame[] = [];
+    let start = 0;
+    for (let nl = chunk.indexOf(LF, start); nl !== -1; nl = chunk.indexOf(LF, start)) {
+      if (this.partBytes + (nl - start) > MAX_LINE_BYTES) return this.overflow(frames);
+      const piece = chunk.subarray(start, nl);
+      frames.push({ kind: "line", bytes: this.parts.length === 0 ? piece : Buffer.concat([...this.parts, piece]) });
+      this.parts = [];
+      this.partBytes = 0;
+      start = nl + 1;
+    }
+    if (start < chunk.length) {
+      this.parts.push(chunk.subarray(start));
+      this.partBytes += chunk.length - start;
+      if (this.partBytes > MAX_LINE_BYTES) return this.overflow(frames);
+    }
+    return frames;
+  }
+
+  private overflow(frames: Frame[]): Frame[] {
+    this.overflowed = true;
+    this.parts = [];
+    this.partBytes = 0;
+    frames.push({ kind: "too_large" });
+    return frames;
+  }
+}

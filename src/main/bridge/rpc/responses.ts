@@ -1,0 +1,40 @@
+/**
+ * Building and encoding response lines (bridge.md §2.2): exactly `{request_id, ok, result}` or
+ * `{request_id, ok: false, error: {code, message}}`, compact JSON plus LF. An encoded response
+ * over `MAX_LINE_BYTES` becomes RESPONSE_TOO_LARGE with the same `request_id`; a result that
+ * cannot be encoded at all is an internal failure. Offers `success`, `failure`, `encodeResponse`.
+ */
+import { MAX_LINE_BYTES, type RpcResponse } from "../../../shared/bridge-protocol/envelope.ts";
+import type { ErrorCode } from "../../../shared/errors.ts";
+
+export const success = (requestId: string, result: Record<string, unknown>): RpcResponse => ({
+  request_id: requestId,
+  ok: true,
+  result,
+});
+
+export const failure = (requestId: string | null, code: ErrorCode, message: string): RpcResponse => ({
+  request_id: requestId,
+  ok: false,
+  error: { code, message },
+});
+
+export const INTERNAL_FAILURE = "internal error";
+
+function encodeLine(response: RpcResponse): Buffer {
+  return Buffer.from(`${JSON.stringify(response)}\n`, "utf8");
+}
+
+export function encodeResponse(response: RpcResponse): Buffer {
+  let line: Buffer;
+  try {
+    line = encodeLine(response);
+  } catch {
+    // BigInt or a cycle in a handler's result
+    return encodeLine(failure(response.request_id, "BRIDGE_PROTOCOL_ERROR", INTERNAL_FAILURE));
+  }
+  if (line.length - 1 > MAX_LINE_BYTES) {
+    return encodeLine(failure(response.request_id, "RESPONSE_TOO_LARGE", "response is over 1 MiB"));
+  }
+  return line;
+}

@@ -1,0 +1,69 @@
+/**
+ * The Bridge RPC server, protocol 1 (bridge.md §2): an AF_UNIX stream socket prepared and bound
+ * with the §2.3 hygiene, a peer check on every accept, NDJSON framing and the §2.2 envelope rules,
+ * connections served concurrently and each strictly in order. Offers `startRpcServer`,
+ * `RpcServerOptions`, `RpcServer` (and re-exports the handler types).
+ *
+ * Shutdown (§14 step 1): `close()` stops accepting, unlinks the socket if it is still the inode
+ * bound here, and aborts every in-flight request's signal so long polls return at once. Open
+ * connections stay: their further requests are answered BRIDGE_CLOSED until the process exits.
+ */
+import { type Connection, type ConnectionSocket, Connection as ConnectionImpl } from "./connection.ts";
+import type { MethodHandlers } from "./dispatch.ts";
+import { type AllowedPeer, resolvePeer } from "./peer-check.ts";
+import { bindSocket, prepareSocketPath, unlinkIfBound } from "./socket-hygiene.ts";
+
+export type { MethodHandler, MethodHandlers, RequestContext } from "./dispatch.ts";
+
+export interface RpcServerOptions {
+  /** Absolute, at most 107 bytes (checked by the config loader). */
+  socketPath: string;
+  /** `allowed_peer_uid` / `allowed_peer_gid`; `-1` means the Bridge's own. */
+  peer: AllowedPeer;
+  /** Group G when group sharing is on (bridge.md §2.3), else null. */
+  sharingGid: number | null;
+  handlers: MethodHandlers;
+  /** True once shutdown has begun: every request is then answered BRIDGE_CLOSED. */
+  isClosing: () => boolean;
+  /** Told about every unexpected handler failure, for the operator's log. */
+  onUnexpected?: (method: string, error: unknown) => void;
+}
+
+export interface RpcServer {
+  close(): Promise<void>;
+}
+
+export async function startRpcServer(options: RpcServerOptions): Promise<RpcServer> {
+  const { socketPath, sharingGid } = options;
+  const stopped = new AbortController();
+  const connectionOptions = {
+    dispatch: {
+      handlers: options.handlers,
+      isClosing: () => stopped.signal.aborted || options.isClosing(),
+      onUnexpected: options.onUnexpected,
+    },
+    allowed: resolvePeer(options.peer),
+    serverSignal: stopped.signal,
+  };
+
+  await prepareSocketPath(socketPath, sharingGid);
+  const { listener, inode } = bindSocket<Connection | undefined>(socketPath, sharingGid, {
+    open(socket: ConnectionSocket) {
+      socket.data = new ConnectionImpl(socket, connectionOptions);
+      socket.data.open();
+    },
+    data: (socket, chunk) => socket.data?.onData(chunk),
+    end: (socket) => socket.data?.onEnd(),
+    drain: (socket) => socket.data?.onDrain(),
+    close: (socket) => socket.data?.onClose(),
+  });
+
+  return {
+    async close() {
+      if (stopped.signal.aborted) return;
+      stopped.abort();
+      listener.stop(false);
+      unlinkIfBound(socketPath, inode);
+    },
+  };
+}

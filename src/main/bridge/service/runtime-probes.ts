@@ -1,0 +1,35 @@
+/**
+ * Runtime probes for `runtime.list` and submission (bridge.md §13.1, §5.3 step 7): run concurrently,
+ * cached up to 30 s so a burst of submissions does not spawn a `--version` per call. A probe that
+ * throws yields `{name, available: false}` only.
+ */
+import type { RuntimeAdapter, RuntimeInfo } from "../../../workers/providers/types.ts";
+
+const CACHE_MS = 30_000;
+
+export type ProbeResult = RuntimeInfo | { name: string; available: false };
+
+export class RuntimeProbes {
+  private readonly cache = new Map<string, { at: number; result: Promise<ProbeResult> }>();
+
+  constructor(private readonly adapters: Map<string, RuntimeAdapter>) {}
+
+  has(name: string): boolean {
+    return this.adapters.has(name);
+  }
+
+  probe(name: string): Promise<ProbeResult> {
+    const adapter = this.adapters.get(name);
+    if (!adapter) return Promise.resolve({ name, available: false });
+    const hit = this.cache.get(name);
+    if (hit && Date.now() - hit.at < CACHE_MS) return hit.result;
+    const result = adapter.probe().catch((): ProbeResult => ({ name, available: false }));
+    this.cache.set(name, { at: Date.now(), result });
+    return result;
+  }
+
+  async list(): Promise<ProbeResult[]> {
+    const names = [...this.adapters.keys()].sort();
+    return Promise.all(names.map((n) => this.probe(n)));
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * The pure steps of a submission (bridge.md §5.3 steps 2, 4, 5, 6 and 9): value checks that need no
+ * state, the request fingerprint, and the start directory's path policy with the Bridge's codes.
+ */
+import { canonicalJson, sha256Hex } from "../../../shared/canonical-json.ts";
+import { modeRank } from "../../../shared/config/load.ts";
+import { ServerFsError } from "../../../shared/errors.ts";
+import { openDirPath, closeQuietly } from "../../../shared/fs/dir-handle.ts";
+import { byteLength } from "../../../shared/utf8.ts";
+import type { Workspace } from "../../../shared/workspace.ts";
+
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/** `correlation_id` / `idempotency_key`: "" is null; else 1..256 bytes, no control characters. */
+export function opaqueValue(value: string | null | undefined, name: string): string | null {
+  if (value === undefined || value === null || value === "") return null;
+  if (byteLength(value) > 256 || CONTROL.test(value)) {
+    throw new ServerFsError("INVALID_REQUEST", `${name} must be at most 256 bytes without control characters`);
+  }
+  return value;
+}
+
+export function checkPrompt(prompt: string): void {
+  if (prompt === "") throw new ServerFsError("INVALID_REQUEST", "prompt must not be empty");
+  if (byteLength(prompt) > 65_536) throw new ServerFsError("AGENT_PROMPT_TOO_LARGE", "the prompt is larger than 64 KiB");
+}
+
+/** Step 5: no NUL, not absolute, no `..`; `""` and `"."` both mean the root. */
+export function normalizeStartPath(path: string): string {
+  if (path.includes("\0") || path.startsWith("/") || path.split("/").includes("..")) {
+    throw new ServerFsError("INVALID_WORKDIR_PATH", "the start directory must be a relative path inside the workdir");
+  }
+  return path
+    .split("/")
+    .filter((s) => s !== "" && s !== ".")
+    .join("/");
+}
+
+export interface FingerprintInput {
+  continue_from_task_id: string | null;
+  path: string;
+  profile: string;
+  prompt: string;
+  runtime: string;
+  workdir: string;
+}
+
+/** Step 6: never includes correlation_id (plan §2.1: it is never used for idempotency). */
+export function requestFingerprint(f: FingerprintInput): string {
+  return sha256Hex(
+    canonicalJson({
+      continue_from_task_id: f.continue_from_task_id,
+      path: f.path,
+      profile: f.profile,
+      prompt_sha256: sha256Hex(f.prompt),
+      runtime: f.runtime,
+      workdir: f.workdir,
+    }),
+  );
+}
+
+/** Step 9, policy authorization (alias already resolved). */
+export function authorize(ws: Workspace, runtime: string, profile: "review" | "workspace-write"): void {
+  const p = ws.policy;
+  if (p.agent_mode === "disabled") throw new ServerFsError("AGENT_DISABLED", "agent tasks are disabled for this workdir");
+  if (!(p.agent_runtimes as string[]).includes(runtime)) {
+    throw new ServerFsError("AGENT_RUNTIME_NOT_ALLOWED", "this runtime is not allowed for this workdir");
+  }
+  if (modeRank(profile) > modeRank(p.agent_mode) || (profile === "review" && runtime === "claude")) {
+    throw new ServerFsError("AGENT_PROFILE_NOT_ALLOWED", "this profile is not allowed for this workdir and runtime");
+  }
+}
+
+const START_DIR_CODES: Record<string, ServerFsError["code"]> = {
+  PATH_NOT_FOUND: "WORKDIR_PATH_NOT_FOUND",
+  PARENT_NOT_FOUND: "WORKDIR_PATH_NOT_FOUND",
+  NOT_A_DIRECTORY: "INVALID_WORKDIR_PATH",
+  PATH_OUTSIDE_WORKDIR: "INVALID_WORKDIR_PATH",
+  ACCESS_DENIED: "INVALID_WORKDIR_PATH",
+};
+
+/**
+ * Step 9, the start directory: the MCP side's path policy (reserved, hidden, deny, no symlink in
+ * any segment) and a real traversal; returns the host directory the provider runs in.
+ */
+export function resolveStartDirectory(ws: Workspace, relative: string): string {
+  try {
+    const { segments } = ws.confine(relative);
+    closeQuietly(openDirPath(ws.realRoot, segments, { where: ws.where(relative), side: "read" }));
+    return segments.length === 0 ? ws.realRoot : `${ws.realRoot}/${segments.join("/")}`;
+  } catch (e) {
+    if (e instanceof ServerFsError && START_DIR_CODES[e.code]) {
+      const code = START_DIR_CODES[e.code]!;
+      throw new ServerFsError(code, code === "WORKDIR_PATH_NOT_FOUND" ? "the start directory does not exist" : "the start directory is not a directory");
+    }
+    throw e;
+  }
+}

@@ -1,0 +1,143 @@
+/**
+ * `serverfs bridge` (bridge.md §12.2 order): instance lock → database and migration → lock and
+ * spool directories → GC → reconciliation → workers → socket → serve. SIGTERM/SIGINT run the
+ * bounded shutdown of §14; a second signal forces exit 1, leaving unverified guards for the next
+ * start to reconcile.
+ */
+import * as Comlink from "comlink";
+import { AuditLog } from "../../shared/audit.ts";
+import { type StartedWorker, startWorker } from "../../shared/comlink-worker.ts";
+import { type Config, groupSharing, loadConfig } from "../../shared/config/load.ts";
+import { ServerFsError } from "../../shared/errors.ts";
+import { removeLeftoverGuardTemps } from "../../shared/leases/guard-files.ts";
+import { ensurePrivateDir, prepareLockDir } from "../../shared/leases/lock-files.ts";
+import { collectGarbage } from "../../shared/retention.ts";
+import { ensureResultsDir, removeLeftoverTemps } from "../../shared/spool.ts";
+import { Store } from "../../shared/store/index.ts";
+import { VERSION } from "../../shared/version.ts";
+import { Workspaces } from "../../shared/workspace.ts";
+import type { MaintenanceApi } from "../../workers/maintenance-worker.ts";
+import type { ProviderWorker } from "../../workers/provider-worker.ts";
+import { createAdapters, type RuntimeOptions } from "../../workers/runtimes.ts";
+import { acquireInstanceLock, type InstanceLock } from "./instance-lock.ts";
+import { reconcileAtStartup } from "./reconciliation.ts";
+import { startSpoolWorker } from "./spool-client.ts";
+import { isCompiled, selfCommand } from "../self-command.ts";
+import { bridgeHandlers } from "./rpc-handlers.ts";
+import { startRpcServer } from "./rpc/server.ts";
+import { RuntimeProbes } from "./service/runtime-probes.ts";
+import { TaskService } from "./service/task-service.ts";
+
+export interface RunningBridge {
+  service: TaskService;
+  /** Runs the §14 shutdown; resolves when everything is released. */
+  stop(): Promise<void>;
+}
+
+const workerUrl = (name: string) => new URL(`../../workers/${name}.ts`, import.meta.url);
+const lost = (what: string) => () => new ServerFsError("BRIDGE_PROTOCOL_ERROR", `the ${what} worker stopped`);
+
+const defaultRuntimeOptions = (): RuntimeOptions => (isCompiled() ? { fakeCommand: selfCommand("__fake-provider") } : {});
+
+export async function startBridge(config: Config, options: RuntimeOptions = defaultRuntimeOptions()): Promise<RunningBridge> {
+  const audit = new AuditLog(config.server.log_level);
+  const { stateDir, lockDir } = config.bridge;
+  const sharingGid = groupSharing(config);
+
+  ensurePrivateDir(stateDir, 0o700, null, (phrase) => new ServerFsError("STATE_DIR_UNSAFE", phrase));
+  const instance: InstanceLock = acquireInstanceLock(stateDir);
+  const workers: StartedWorker<object>[] = [];
+  let store: Store | null = null;
+  try {
+    store = Store.open(stateDir, { migrate: true });
+    prepareLockDir(lockDir, sharingGid);
+    removeLeftoverGuardTemps(lockDir, instance.acquiredAtMs);
+    ensureResultsDir(stateDir);
+    removeLeftoverTemps(stateDir);
+    const retentionHours = config.bridge.lifecycle.retention_hours;
+    collectGarbage({ store, stateDir, lockDir, retentionHours });
+    await reconcileAtStartup({ store, lockDir, audit, terminateOrphans: config.bridge.recovery.terminate_orphans });
+
+    const provider = startWorker<ProviderWorker>(workerUrl("provider-worker"), lost("provider"));
+    const spool = startSpoolWorker();
+    const maintenance = startWorker<MaintenanceApi>(workerUrl("maintenance-worker"), lost("maintenance"));
+    workers.push(provider, spool, maintenance);
+    await provider.remote.init(stateDir);
+    await provider.remote.configure({ bridge: config.file.bridge, runtimes: config.file.runtimes }, options);
+    await maintenance.remote.init({ stateDir, lockDir, retentionHours, intervalSeconds: config.bridge.lifecycle.maintenance_interval_seconds });
+
+    const service = new TaskService({
+      config,
+      store,
+      workspaces: new Workspaces(config),
+      audit,
+      probes: new RuntimeProbes(createAdapters(config.file, options)),
+      provider: provider.remote,
+      spool: spool.remote,
+      gc: async () => {
+        await maintenance.remote.gc();
+      },
+      sharingGid,
+    });
+    await maintenance.remote.start(
+      Comlink.proxy({
+        deadlinesPassed: (ids: string[]) => {
+          for (const id of ids) void service.onDeadline(id);
+        },
+        requestsExpired: (list: { taskId: string; requestId: string }[]) => {
+          for (const r of list) service.onExpiry(r.taskId, r.requestId);
+        },
+      }),
+    );
+
+    const rpc = await startRpcServer({
+      socketPath: config.bridge.socketPath,
+      peer: { uid: config.bridge.allowed_peer_uid, gid: config.bridge.allowed_peer_gid },
+      sharingGid,
+      handlers: bridgeHandlers(service),
+      isClosing: () => service.isClosing,
+    });
+    audit.info("bridge_started", { version: VERSION, workdirs: config.workdirs.length });
+
+    const openStore = store;
+    let stopping: Promise<void> | null = null;
+    const stop = () => {
+      stopping ??= (async () => {
+        const bounded = service.shutdown();
+        await rpc.close();
+        await Promise.race([bounded, Bun.sleep(15_000)]);
+        await maintenance.remote.stop().catch(() => undefined);
+        await provider.remote.shutdown().catch(() => undefined);
+        for (const w of workers) w.terminate();
+        openStore.close();
+        instance.release();
+      })();
+      return stopping;
+    };
+    return { service, stop };
+  } catch (e) {
+    for (const w of workers) w.terminate();
+    store?.close();
+    instance.release();
+    throw e;
+  }
+}
+
+/** The `serverfs bridge` command: start, serve until a signal, shut down. */
+export async function runBridge(configPath: string | undefined): Promise<number> {
+  const config = loadConfig({ role: "bridge", configPath });
+  const bridge = await startBridge(config);
+  return new Promise<number>((resolve) => {
+    let signalled = false;
+    const onSignal = () => {
+      if (signalled) process.exit(1);
+      signalled = true;
+      bridge.stop().then(
+        () => resolve(0),
+        () => resolve(1),
+      );
+    };
+    process.on("SIGTERM", onSignal);
+    process.on("SIGINT", onSignal);
+  });
+}

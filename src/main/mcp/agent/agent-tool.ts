@@ -1,0 +1,93 @@
+/**
+ * The common shape of the nine Agent tools (mcp-surface.md §9): schema → the tool's MCP-side
+ * checks → exactly one Bridge RPC → the answer validated against the tool's output shape → audit
+ * fields (`schema_version: 1`, `correlation_id`, byte counts; never prompts or messages).
+ */
+import * as v from "valibot";
+import { ServerFsError } from "../../../shared/errors.ts";
+import { byteLength } from "../../../shared/utf8.ts";
+import type { McpDeps } from "../deps.ts";
+import { type Annotations, defineTool, type ObjectSchema, type ToolCall, type ToolDef } from "../tool.ts";
+
+/** One Bridge RPC; rejects with the mapped ServerFsError (mcp-surface.md §9.1). */
+export type BridgeCaller = (
+  method: string,
+  params: Record<string, unknown>,
+  opts: { signal: AbortSignal; extraTimeoutMs?: number },
+) => Promise<Record<string, unknown>>;
+
+export interface AgentDeps extends McpDeps {
+  bridge: BridgeCaller;
+}
+
+export const agentAnnotations = (readOnly: boolean, destructive: boolean, idempotent: boolean): Annotations => ({
+  readOnlyHint: readOnly,
+  destructiveHint: destructive,
+  idempotentHint: idempotent,
+  openWorldHint: !readOnly,
+});
+
+export const AGENT_READ = agentAnnotations(true, false, true);
+
+export const taskIdParam = () => v.string();
+
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/** correlation_id / idempotency_key (§9.3): "" is absent; else ≤ 256 UTF-8 bytes, no control characters. */
+export function opaqueParam(value: string | undefined, name: string): string | undefined {
+  if (value === undefined || value === "") return undefined;
+  if (byteLength(value) > 256 || CONTROL.test(value)) {
+    throw new ServerFsError("INVALID_ARGUMENT", `${name} must be at most 256 bytes without control characters`);
+  }
+  return value;
+}
+
+/** Validates the Bridge's answer against the tool's output shape; NaN and Infinity never parse from JSON. */
+export function expectShape<T extends v.GenericSchema>(schema: T, value: unknown): v.InferOutput<T> {
+  const parsed = v.safeParse(schema, value);
+  if (!parsed.success) throw new ServerFsError("AGENT_BRIDGE_PROTOCOL_ERROR", "the Bridge's answer has an unexpected shape");
+  return parsed.output;
+}
+
+export interface ProxyToolSpec<I extends ObjectSchema> {
+  name: string;
+  title: string;
+  description: string;
+  annotations: Annotations;
+  input: I;
+  output: v.GenericSchema;
+  method: string;
+  params(args: v.InferOutput<I>): Record<string, unknown>;
+  /** Audit fields from the arguments and the validated result. */
+  audit?(args: v.InferOutput<I>, result: Record<string, unknown>, call: ToolCall): void;
+  /** Reshape the validated result (e.g. strip native ids) before returning it. */
+  present?(result: Record<string, unknown>): Record<string, unknown>;
+  extraTimeoutMs?(args: v.InferOutput<I>): number;
+}
+
+/** A tool that is exactly one RPC after its schema (every Agent tool but submit and list). */
+export function proxyTool<I extends ObjectSchema>(deps: AgentDeps, spec: ProxyToolSpec<I>): ToolDef {
+  return defineTool({
+    name: spec.name,
+    title: spec.title,
+    description: spec.description,
+    annotations: spec.annotations,
+    input: spec.input,
+    output: spec.output,
+    unexpected: "AGENT_BRIDGE_ERROR",
+    async run(args, call) {
+      call.audit["schema_version"] = 1;
+      const a = args as Record<string, unknown>;
+      if (typeof a["task_id"] === "string") call.audit["task_id"] = a["task_id"];
+      const raw = await deps.bridge(spec.method, spec.params(args), {
+        signal: call.signal,
+        extraTimeoutMs: spec.extraTimeoutMs?.(args) ?? 0,
+      });
+      const shaped = spec.present ? spec.present(raw) : raw;
+      const result = expectShape(spec.output, shaped) as Record<string, unknown>;
+      call.audit["correlation_id"] = (result["correlation_id"] as string | null | undefined) ?? null;
+      spec.audit?.(args, result, call);
+      return result;
+    },
+  });
+}

@@ -1,0 +1,43 @@
+/**
+ * `list_agent_runtimes` (mcp-surface.md §9.3–§9.4): the Bridge's runtimes filtered to the union of
+ * every workdir's allowlist; with no allowlisted runtime at all, no RPC is made.
+ */
+import * as v from "valibot";
+import { defineTool, type ToolDef } from "../tool.ts";
+import { AGENT_READ, type AgentDeps, expectShape } from "./agent-tool.ts";
+import { RuntimesResult } from "./schemas.ts";
+
+const FILLED = ["version", "persistent_session", "live_steer", "interactive_approval", "interactive_question", "in_flight_recovery"];
+
+export function listAgentRuntimes(deps: AgentDeps): ToolDef {
+  const allowed = new Set(deps.workspaces.list.flatMap((w) => w.policy.agent_runtimes as string[]));
+  return defineTool({
+    name: "list_agent_runtimes",
+    title: "List agent runtimes",
+    description: "The coding-agent runtimes the workdirs allow, with availability, version and capabilities.",
+    annotations: AGENT_READ,
+    input: v.strictObject({}),
+    output: RuntimesResult,
+    unexpected: "AGENT_BRIDGE_ERROR",
+    async run(_args, call) {
+      call.audit["schema_version"] = 1;
+      call.audit["correlation_id"] = null;
+      if (allowed.size === 0) {
+        call.audit["returned"] = 0;
+        return { runtimes: [] };
+      }
+      const raw = await deps.bridge("runtime.list", {}, { signal: call.signal });
+      const list = Array.isArray(raw["runtimes"]) ? (raw["runtimes"] as Record<string, unknown>[]) : raw["runtimes"];
+      // A runtime whose probe failed may carry only name and available: false.
+      const filled = Array.isArray(list)
+        ? list
+            .filter((r) => allowed.has(String(r["name"])))
+            .map((r) => Object.fromEntries([...Object.entries(r), ...FILLED.filter((k) => !(k in r)).map((k) => [k, null])]))
+            .sort((a, b) => String(a["name"]).localeCompare(String(b["name"])))
+        : list;
+      const result = expectShape(RuntimesResult, { ...raw, runtimes: filled });
+      call.audit["returned"] = result.runtimes.length;
+      return result;
+    },
+  });
+}

@@ -1,0 +1,81 @@
+/**
+ * `submit_agent_task` (mcp-surface.md §9.3): before the one RPC, the MCP side refuses what it can
+ * already see — unknown workdir, disabled agent mode, a runtime or profile the workdir does not
+ * allow, and a start directory that fails confinement or a real no-follow traversal. The Bridge
+ * re-validates everything; its codes pass through.
+ */
+import * as v from "valibot";
+import { modeRank } from "../../../shared/config/load.ts";
+import { ServerFsError } from "../../../shared/errors.ts";
+import { closeQuietly, openDirPath } from "../../../shared/fs/dir-handle.ts";
+import { byteLength } from "../../../shared/utf8.ts";
+import { requireWorkspace } from "../deps.ts";
+import { defineTool, type ToolDef } from "../tool.ts";
+import { type AgentDeps, agentAnnotations, expectShape, opaqueParam } from "./agent-tool.ts";
+import { SubmitResult } from "./schemas.ts";
+
+export function submitAgentTask(deps: AgentDeps): ToolDef {
+  const runtimes = ["codex", "claude", ...(deps.config.bridge.enable_fake_runtime ? ["fake"] : [])];
+  return defineTool({
+    name: "submit_agent_task",
+    title: "Submit an agent task",
+    description:
+      "Delegate a task to a coding agent (codex, claude) in a workdir. Returns at once with status queued; follow it with read_agent_task_events and get_agent_task. correlation_id is opaque metadata; idempotency_key makes a retry return the same task.",
+    annotations: agentAnnotations(false, true, false),
+    input: v.strictObject({
+      runtime: v.picklist(runtimes),
+      workdir: v.string(),
+      prompt: v.string(),
+      path: v.optional(v.string(), ""),
+      profile: v.optional(v.picklist(["review", "workspace-write"]), "workspace-write"),
+      continue_from_task_id: v.optional(v.string()),
+      correlation_id: v.optional(v.string()),
+      idempotency_key: v.optional(v.string()),
+    }),
+    output: SubmitResult,
+    unexpected: "AGENT_BRIDGE_ERROR",
+    async run(args, call) {
+      const correlationId = opaqueParam(args.correlation_id, "correlation_id");
+      const idempotencyKey = opaqueParam(args.idempotency_key, "idempotency_key");
+      Object.assign(call.audit, {
+        schema_version: 1,
+        correlation_id: correlationId ?? null,
+        runtime: args.runtime,
+        profile: args.profile,
+        idempotency_key: idempotencyKey ?? null,
+        continue_from_task_id: args.continue_from_task_id ?? null,
+        prompt_bytes: byteLength(args.prompt),
+      });
+      const ws = requireWorkspace(deps, args.workdir);
+      const policy = ws.policy;
+      if (policy.agent_mode === "disabled") throw new ServerFsError("AGENT_DISABLED", "agent tasks are disabled for this workdir");
+      if (!(policy.agent_runtimes as string[]).includes(args.runtime)) {
+        throw new ServerFsError("AGENT_RUNTIME_NOT_ALLOWED", "this runtime is not allowed for this workdir");
+      }
+      if (modeRank(args.profile) > modeRank(policy.agent_mode)) {
+        throw new ServerFsError("AGENT_PROFILE_NOT_ALLOWED", "this profile outranks the workdir's agent mode");
+      }
+      const { path, segments } = ws.confine(args.path);
+      call.audit["path"] = path;
+      closeQuietly(openDirPath(ws.realRoot, segments, { where: ws.where(path), side: "read" }));
+
+      const raw = await deps.bridge(
+        "task.submit",
+        {
+          runtime: args.runtime,
+          workdir: ws.alias,
+          path,
+          profile: args.profile,
+          prompt: args.prompt,
+          ...(args.continue_from_task_id ? { continue_from_task_id: args.continue_from_task_id } : {}),
+          ...(correlationId ? { correlation_id: correlationId } : {}),
+          ...(idempotencyKey ? { idempotency_key: idempotencyKey } : {}),
+        },
+        { signal: call.signal },
+      );
+      const result = expectShape(SubmitResult, raw);
+      Object.assign(call.audit, { task_id: result.task_id, status: result.status, correlation_id: result.correlation_id });
+      return result;
+    },
+  });
+}

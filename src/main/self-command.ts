@@ -1,0 +1,13 @@
+/**
+ * How this program starts another copy of itself: the compiled single file runs as
+ * `<binary> <command>`, a checkout as `<bun> <cli.ts> <command>`. The Bridge uses it for the fake
+ * provider, the demo for the Bridge and the MCP server.
+ */
+import { join } from "node:path";
+
+/** Bun's compiled executables serve their embedded sources from this virtual root. */
+export const isCompiled = (): boolean => import.meta.dir.startsWith("/$bunfs/") || import.meta.dir.startsWith("B:\\~BUN");
+
+export function selfCommand(...args: string[]): string[] {
+  return isCompiled() ? [process.execPath, ...args] : [process.execPath, join(import.meta.dir, "cli.ts"), ...args];
+}

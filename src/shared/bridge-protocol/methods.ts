@@ -1,0 +1,81 @@
+/**
+ * The params of every Bridge RPC method (bridge.md §3 table, §2.4 rules) as one strict valibot
+ * schema per method: key set and JSON types only. Range and semantic checks (limits, id formats,
+ * enums) belong to the task service and use the methods' own codes. Offers:
+ * - `METHOD_PARAMS`, `Method`, `METHODS`, `isMethod`;
+ * - `Params<M>` (after defaults: what a handler receives) and `ParamsInput<M>` (what a client sends);
+ * - one exported params type per method (`TaskSubmitParams`, ...).
+ *
+ * Encoding of §2.4: a "string|null" param is `optional(nullable(string), null)` so null and absent
+ * both arrive as null; other optional params are `optional(...)` (null is a type error); integers
+ * are safe integers (booleans and strings are never numbers in valibot).
+ */
+import * as v from "valibot";
+
+const string = v.string();
+const integer = v.pipe(v.number(), v.safeInteger());
+const stringOrNull = v.optional(v.nullable(v.string()), null);
+
+export const METHOD_PARAMS = {
+  "runtime.list": v.strictObject({}),
+  "task.submit": v.strictObject({
+    runtime: string,
+    workdir: string,
+    path: string,
+    profile: string,
+    prompt: string,
+    continue_from_task_id: stringOrNull,
+    correlation_id: stringOrNull,
+    idempotency_key: stringOrNull,
+  }),
+  "task.get": v.strictObject({ task_id: string }),
+  "task.events": v.strictObject({
+    task_id: string,
+    after_event_id: v.optional(integer, 0),
+    limit: v.optional(integer, 100),
+    wait_ms: v.optional(integer, 0),
+  }),
+  "task.result.read": v.strictObject({
+    task_id: string,
+    offset_bytes: v.optional(integer, 0),
+    max_bytes: v.optional(integer, 65_536),
+  }),
+  "task.approval.respond": v.strictObject({
+    task_id: string,
+    request_id: string,
+    decision: string,
+    granted_permission_ids: v.optional(v.array(string)),
+  }),
+  // element shapes are INVALID_QUESTION_ANSWER territory (§6.2 step 7), not a protocol error
+  "task.question.answer": v.strictObject({ task_id: string, request_id: string, answers: v.array(v.unknown()) }),
+  "task.message.send": v.strictObject({ task_id: string, message: string }),
+  "task.cancel": v.strictObject({ task_id: string }),
+  "task.list": v.strictObject({ status: stringOrNull, limit: v.optional(integer, 100), before_task_id: stringOrNull }),
+  "recovery.list": v.strictObject({}),
+  "recovery.clear": v.strictObject({ slot: integer, confirm: v.boolean() }),
+} as const;
+
+export type Method = keyof typeof METHOD_PARAMS;
+export const METHODS = Object.keys(METHOD_PARAMS) as Method[];
+
+export function isMethod(name: string): name is Method {
+  return Object.hasOwn(METHOD_PARAMS, name);
+}
+
+/** What a handler receives: key set and types checked, defaults applied, null optionals as null. */
+export type Params<M extends Method> = v.InferOutput<(typeof METHOD_PARAMS)[M]>;
+/** What a client may send. */
+export type ParamsInput<M extends Method> = v.InferInput<(typeof METHOD_PARAMS)[M]>;
+
+export type RuntimeListParams = Params<"runtime.list">;
+export type TaskSubmitParams = Params<"task.submit">;
+export type TaskGetParams = Params<"task.get">;
+export type TaskEventsParams = Params<"task.events">;
+export type TaskResultReadParams = Params<"task.result.read">;
+export type TaskApprovalRespondParams = Params<"task.approval.respond">;
+export type TaskQuestionAnswerParams = Params<"task.question.answer">;
+export type TaskMessageSendParams = Params<"task.message.send">;
+export type TaskCancelParams = Params<"task.cancel">;
+export type TaskListParams = Params<"task.list">;
+export type RecoveryListParams = Params<"recovery.list">;
+export type RecoveryClearParams = Params<"recovery.clear">;

@@ -1,0 +1,196 @@
+/**
+ * The active-slot guard `lock_dir/active/NN` (bridge.md §11.2): a file only the Bridge writes,
+ * published before a workspace-write provider starts and removed only once that provider's whole
+ * process group is proven gone. It outlives a crash, which is the point: while it exists and nobody
+ * holds the lock, every MCP mutation of the slot fails closed with WORKDIR_RECOVERY_REQUIRED.
+ */
+import {
+  closeSync,
+  constants,
+  fchownSync,
+  fchmodSync,
+  fsyncSync,
+  linkSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
+import { join } from "node:path";
+import { canonicalJson } from "../canonical-json.ts";
+import { ServerFsError } from "../errors.ts";
+import { O_CLOEXEC } from "../fs/dir-handle.ts";
+import { random16Hex } from "../ids.ts";
+import { slotName } from "./lock-files.ts";
+
+export interface Guard {
+  schema_version: 1;
+  slot: number;
+  task_id: string;
+  runtime: string;
+  workdir_alias: string;
+  correlation_id: string | null;
+  native_session_id: string | null;
+  native_turn_id: string | null;
+  provider_pgid: number | null;
+  provider_start_time: number | null;
+  provider_mark: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export type GuardRead = { kind: "absent" } | { kind: "valid"; guard: Guard } | { kind: "invalid" };
+
+export const activeDir = (lockDir: string) => join(lockDir, "active");
+export const guardPath = (lockDir: string, slot: number) => join(activeDir(lockDir), slotName(slot));
+
+const PROVIDER_FIELDS = ["native_session_id", "native_turn_id", "provider_pgid", "provider_start_time", "provider_mark"] as const;
+
+function fsyncDir(dir: string): void {
+  const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | O_CLOEXEC);
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Writes `guard` to a fresh temporary file in active/ and returns its path. */
+function writeTemp(lockDir: string, guard: Guard, sharingGid: number | null): string {
+  const tmp = join(activeDir(lockDir), `.${slotName(guard.slot)}.${random16Hex()}.tmp`);
+  const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW | O_CLOEXEC, 0o600);
+  try {
+    writeSync(fd, `${canonicalJson(guard)}\n`);
+    fsyncSync(fd);
+    fchmodSync(fd, sharingGid === null ? 0o600 : 0o640);
+    if (sharingGid !== null) fchownSync(fd, process.getuid?.() ?? 0, sharingGid);
+  } finally {
+    closeSync(fd);
+  }
+  return tmp;
+}
+
+const unlinkQuietly = (p: string) => {
+  try {
+    unlinkSync(p);
+  } catch {
+    // already gone
+  }
+};
+
+/** Create-only publish: link the temp file to active/NN, so an existing guard is never replaced. */
+export function publishGuard(lockDir: string, guard: Guard, sharingGid: number | null): void {
+  const tmp = writeTemp(lockDir, guard, sharingGid);
+  try {
+    linkSync(tmp, guardPath(lockDir, guard.slot));
+  } catch (e) {
+    if ((e as { code?: string }).code === "EEXIST") {
+      throw new ServerFsError("WORKDIR_RECOVERY_REQUIRED", "the workdir slot has an unresolved active-slot guard");
+    }
+    throw new ServerFsError("BRIDGE_SCHEDULING_FAILED", "the active-slot guard could not be published");
+  } finally {
+    unlinkQuietly(tmp);
+  }
+  fsyncDir(activeDir(lockDir));
+}
+
+export function readGuard(lockDir: string, slot: number): GuardRead {
+  const p = guardPath(lockDir, slot);
+  let text: string;
+  try {
+    const st = lstatSync(p);
+    if (!st.isFile()) return { kind: "invalid" };
+    const fd = openSync(p, constants.O_RDONLY | constants.O_NOFOLLOW | O_CLOEXEC);
+    try {
+      text = readFileSync(fd, "utf8");
+    } finally {
+      closeSync(fd);
+    }
+  } catch (e) {
+    return (e as { code?: string }).code === "ENOENT" ? { kind: "absent" } : { kind: "invalid" };
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return { kind: "invalid" };
+  }
+  if (typeof raw !== "object" || raw === null) return { kind: "invalid" };
+  const g = raw as Record<string, unknown>;
+  if (g["schema_version"] !== 1 || g["slot"] !== slot || typeof g["task_id"] !== "string" || typeof g["runtime"] !== "string") {
+    return { kind: "invalid" };
+  }
+  for (const f of PROVIDER_FIELDS) if (g[f] === undefined) g[f] = null;
+  return { kind: "valid", guard: g as unknown as Guard };
+}
+
+/** Rewrites the guard with recorded provider facts, only if it still names `taskId`. */
+export function updateGuard(lockDir: string, slot: number, taskId: string, patch: Partial<Guard>, sharingGid: number | null): boolean {
+  const current = readGuard(lockDir, slot);
+  if (current.kind !== "valid" || current.guard.task_id !== taskId) return false;
+  const next: Guard = { ...current.guard, updated_at: new Date().toISOString() };
+  for (const f of PROVIDER_FIELDS) {
+    const v = patch[f];
+    if (v !== undefined && v !== null) (next as unknown as Record<string, unknown>)[f] = v;
+  }
+  const tmp = writeTemp(lockDir, next, sharingGid);
+  try {
+    renameSync(tmp, guardPath(lockDir, slot));
+  } catch {
+    unlinkQuietly(tmp);
+    return false;
+  }
+  fsyncDir(activeDir(lockDir));
+  return true;
+}
+
+/** Removes the guard only when it names `taskId` (or, for the operator override, whatever is there). */
+export function removeGuard(lockDir: string, slot: number, taskId: string | null): boolean {
+  if (taskId !== null) {
+    const current = readGuard(lockDir, slot);
+    if (current.kind !== "valid" || current.guard.task_id !== taskId) return false;
+  }
+  try {
+    unlinkSync(guardPath(lockDir, slot));
+  } catch {
+    return false;
+  }
+  fsyncDir(activeDir(lockDir));
+  return true;
+}
+
+/** Slots that have a guard entry of any kind (valid or not). */
+export function guardedSlots(lockDir: string): number[] {
+  let names: string[];
+  try {
+    names = readdirSync(activeDir(lockDir));
+  } catch {
+    return [];
+  }
+  return names
+    .filter((n) => /^(0[1-9]|1[0-6])$/.test(n))
+    .map(Number)
+    .sort((a, b) => a - b);
+}
+
+/** Startup: temporary guard files older than the instance lock are leftovers of a crash. */
+export function removeLeftoverGuardTemps(lockDir: string, olderThanMs: number): void {
+  let names: string[];
+  try {
+    names = readdirSync(activeDir(lockDir));
+  } catch {
+    return;
+  }
+  for (const n of names) {
+    if (!/^\.\d\d\..*\.tmp$/.test(n)) continue;
+    const p = join(activeDir(lockDir), n);
+    try {
+      if (lstatSync(p).mtimeMs < olderThanMs) unlinkSync(p);
+    } catch {
+      // vanished meanwhile
+    }
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * Writer leases (bridge.md §11.1): sixteen pre-created `NN.lock` files under `lock_dir`, each
+ * arbitrated with a non-blocking exclusive `flock`. Locks on separate open file descriptions
+ * conflict even inside one process, so a second write task for a held slot sees WORKDIR_BUSY.
+ */
+import { chownSync, closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync } from "node:fs";
+import { join } from "node:path";
+import { ServerFsError } from "../errors.ts";
+import { tryLockExclusive, unlock } from "../ffi/libc.ts";
+import { O_CLOEXEC } from "../fs/dir-handle.ts";
+
+export const SLOTS = Array.from({ length: 16 }, (_, i) => i + 1);
+export const slotName = (slot: number) => String(slot).padStart(2, "0");
+export const lockPath = (lockDir: string, slot: number) => join(lockDir, `${slotName(slot)}.lock`);
+
+const unsafe = (phrase: string) => new ServerFsError("LOCK_PATH_UNSAFE", phrase);
+const uid = () => process.getuid?.() ?? 0;
+
+/** Creates `dir` (and parents) with `mode`, then insists it is a real directory of ours. */
+export function ensurePrivateDir(dir: string, mode: number, gid: number | null, fail: (phrase: string) => ServerFsError): void {
+  try {
+    mkdirSync(dir, { recursive: true, mode });
+  } catch {
+    throw fail("the directory cannot be created");
+  }
+  const st = lstatSync(dir);
+  if (!st.isDirectory() || st.isSymbolicLink()) throw fail("the directory is not a real directory");
+  if (st.uid !== uid()) throw fail("the directory is owned by another user");
+  const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW | O_CLOEXEC);
+  try {
+    fchmodSync(fd, mode);
+  } finally {
+    closeSync(fd);
+  }
+  if (gid !== null) chownSync(dir, uid(), gid);
+}
+
+/** Prepares `lock_dir`, `active/` and the sixteen lock files (bridge.md §11.1, §11.2). */
+export function prepareLockDir(lockDir: string, sharingGid: number | null): void {
+  const dirMode = sharingGid === null ? 0o700 : 0o750;
+  ensurePrivateDir(lockDir, dirMode, sharingGid, unsafe);
+  ensurePrivateDir(join(lockDir, "active"), dirMode, sharingGid, unsafe);
+  const fileMode = sharingGid === null ? 0o600 : 0o640;
+  for (const slot of SLOTS) {
+    let fd: number;
+    try {
+      fd = openSync(lockPath(lockDir, slot), constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | O_CLOEXEC, fileMode);
+    } catch {
+      throw unsafe(`lock file ${slotName(slot)}.lock is not a regular file`);
+    }
+    try {
+      const st = fstatSync(fd);
+      if (!st.isFile()) throw unsafe(`lock file ${slotName(slot)}.lock is not a regular file`);
+      if (st.uid !== uid()) throw unsafe(`lock file ${slotName(slot)}.lock is owned by another user`);
+      fchmodSync(fd, fileMode);
+      if (sharingGid !== null) chownSync(lockPath(lockDir, slot), uid(), sharingGid);
+    } finally {
+      closeSync(fd);
+    }
+  }
+}
+
+export interface Lease {
+  readonly slot: number;
+  release(): void;
+}
+
+export function checkSlot(slot: number): void {
+  if (!Number.isSafeInteger(slot) || slot < 1 || slot > 16) {
+    throw new ServerFsError("INVALID_WORKDIR_SLOT", "the workdir slot is outside 1..16");
+  }
+}
+
+/** Takes the slot's lease, never creating the lock file: WORKDIR_BUSY when held. */
+export function acquireLease(lockDir: string, slot: number): Lease {
+  checkSlot(slot);
+  let fd: number;
+  try {
+    fd = openSync(lockPath(lockDir, slot), constants.O_RDWR | constants.O_NOFOLLOW | O_CLOEXEC);
+  } catch {
+    throw unsafe("the slot's lock file is missing or unsafe");
+  }
+  if (!fstatSync(fd).isFile()) {
+    closeSync(fd);
+    throw unsafe("the slot's lock file is not a regular file");
+  }
+  const r = tryLockExclusive(fd);
+  if (r !== "locked") {
+    closeSync(fd);
+    if (r === "busy") throw new ServerFsError("WORKDIR_BUSY", "the workdir's writer lease is held");
+    throw unsafe("the slot's lock file cannot be locked");
+  }
+  let released = false;
+  return {
+    slot,
+    release() {
+      if (released) return;
+      released = true;
+      unlock(fd);
+      closeSync(fd);
+    },
+  };
+}

@@ -1,0 +1,48 @@
+/**
+ * Retention GC (bridge.md §8.3): terminal tasks completed more than `retention_hours` ago are
+ * removed as a whole unit — spool file, then the row with its events and requests. A task that a
+ * guard still names is skipped, and so is one whose spool entry cannot be removed (next pass).
+ * Never touches an active task. Runs on whichever thread calls it, with that thread's connection.
+ */
+import { guardedSlots, readGuard } from "./leases/guard-files.ts";
+import { removeSpool } from "./spool.ts";
+import type { Store } from "./store/index.ts";
+import { hoursBeforeIso, nowIso } from "./time.ts";
+
+const BATCH = 500;
+
+export interface GcScope {
+  store: Store;
+  stateDir: string;
+  lockDir: string;
+  retentionHours: number;
+}
+
+export interface GcResult {
+  deleted: number;
+  skipped: number;
+}
+
+export function collectGarbage(scope: GcScope): GcResult {
+  const cutoff = hoursBeforeIso(nowIso(), scope.retentionHours);
+  const guarded = new Set<string>();
+  for (const slot of guardedSlots(scope.lockDir)) {
+    const g = readGuard(scope.lockDir, slot);
+    if (g.kind === "valid") guarded.add(g.guard.task_id);
+  }
+  const result: GcResult = { deleted: 0, skipped: 0 };
+  const skippedIds = new Set<string>();
+  for (;;) {
+    const batch = scope.store.gcCandidates(cutoff, BATCH + skippedIds.size).filter((t) => !skippedIds.has(t.task_id));
+    if (batch.length === 0) return result;
+    for (const task of batch) {
+      if (guarded.has(task.task_id) || !removeSpool(scope.stateDir, task.task_id)) {
+        skippedIds.add(task.task_id);
+        result.skipped++;
+        continue;
+      }
+      if (scope.store.deleteTask(task.task_id)) result.deleted++;
+      else skippedIds.add(task.task_id);
+    }
+  }
+}

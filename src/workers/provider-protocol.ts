@@ -1,0 +1,54 @@
+/**
+ * What crosses between the task service (main thread) and the provider worker. The worker owns the
+ * child process and its stream; the main thread owns state decisions that touch a human, a guard,
+ * a lease or a timer. Calls are comlink messages, so every value here is structured-cloneable.
+ */
+import type { NativeFacts, Outcome } from "./providers/types.ts";
+
+export type { NativeFacts };
+
+/** Everything the worker needs to run one task; the prompt travels in memory only, never stored. */
+export interface RunSpec {
+  taskId: string;
+  runtime: string;
+  /** The resolved start directory on the host. */
+  cwd: string;
+  prompt: string;
+  profile: "review" | "workspace-write";
+  continueNativeSessionId: string | null;
+  mark: string;
+  /** Workdir roots (configured and real path) for host-path redaction. */
+  roots: string[];
+}
+
+export type InteractionKind = "approval" | "question";
+
+/** The main thread's side, proxied into the worker. */
+export interface ProviderHost {
+  /** Native ids and the process group were recorded in the row; mirror them into the guard. */
+  recorded(taskId: string, facts: NativeFacts): Promise<void>;
+  /** A batch of provider events was committed for the task (wakes long polls). */
+  eventsCommitted(taskId: string): void;
+  /** The provider asks a human; resolves with the resolution, rejects (as `{code,message}`) on expiry or refusal. */
+  interact(taskId: string, kind: InteractionKind, payload: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /** The provider withdrew its pending request. */
+  withdrawn(taskId: string): void;
+  /** The run's single outcome (final text already redacted). */
+  outcome(taskId: string, outcome: Outcome): Promise<void>;
+}
+
+/** How the run ended as a process: whether the worker saw the leader exit. */
+export interface RunReport {
+  started: boolean;
+  leaderExited: boolean;
+  pgid: number | null;
+  startTime: number | null;
+}
+
+export interface ProviderWorkerApi {
+  init(stateDir: string): Promise<void>;
+  run(spec: RunSpec, host: ProviderHost): Promise<RunReport>;
+  cancel(taskId: string): Promise<void>;
+  sendMessage(taskId: string, text: string): Promise<void>;
+  shutdown(): Promise<void>;
+}

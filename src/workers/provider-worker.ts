@@ -1,0 +1,168 @@
+/**
+ * The provider worker (ARCHITECTURE.md): spawns each task's provider through its runtime adapter,
+ * normalizes and redacts its events, appends them in batches on this thread's own connection, and
+ * records native ids and the process group. Decisions that touch a human, a guard, a lease or a
+ * timer go back to the task service through the proxied `ProviderHost`.
+ */
+import type { Database } from "bun:sqlite";
+import { exposeApi } from "../shared/comlink-worker.ts";
+import type { ConfigFile } from "../shared/config/schema.ts";
+import { type ErrorCode, ServerFsError } from "../shared/errors.ts";
+import { Redactor } from "../shared/redact.ts";
+import { appendEvents } from "../shared/store/events.ts";
+import { openDatabase } from "../shared/store/open.ts";
+import { recordProvider, transition } from "../shared/store/tasks.ts";
+import { DEFAULT_BATCHING, EventBatcher, type PendingEvent } from "./event-batcher.ts";
+import type { ProviderHost, ProviderWorkerApi, RunReport, RunSpec } from "./provider-protocol.ts";
+import type { NativeFacts, Outcome, RunContext, RunHandle, RuntimeAdapter } from "./providers/types.ts";
+import { createAdapters, type RuntimeOptions } from "./runtimes.ts";
+
+interface LiveRun {
+  handle: RunHandle | null;
+  cancelled: () => void;
+}
+
+let db: Database | null = null;
+let adapters = new Map<string, RuntimeAdapter>();
+let providerEnv: Record<string, string | undefined> = {};
+const runs = new Map<string, LiveRun>();
+
+const store = (): Database => {
+  if (!db) throw new ServerFsError("BRIDGE_PROTOCOL_ERROR", "the provider worker is not initialized");
+  return db;
+};
+
+function commitBatch(taskId: string, events: PendingEvent[]): ErrorCode | null {
+  const r = appendEvents(
+    store(),
+    taskId,
+    events.map((e) => ({ type: e.event_type, payload: e.payload })),
+  );
+  return r.broke;
+}
+
+async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
+  const notStarted: RunReport = { started: false, leaderExited: true, pgid: null, startTime: null };
+  const adapter = adapters.get(spec.runtime);
+  if (!transition(store(), spec.taskId, "starting", { from: ["queued"] })) return notStarted;
+  if (!adapter) {
+    const error = { code: "AGENT_RUNTIME_UNAVAILABLE" as const, message: "the runtime is not enabled" };
+    transition(store(), spec.taskId, "failed", { error, events: [{ type: "task.failed", payload: { error_code: error.code } }] });
+    return notStarted;
+  }
+
+  const redactor = new Redactor(spec.roots);
+  const facts: NativeFacts = {};
+  let cancelRequested!: () => void;
+  const cancelled = new Promise<void>((resolve) => {
+    cancelRequested = resolve;
+  });
+  const live: LiveRun = { handle: null, cancelled: cancelRequested };
+  runs.set(spec.taskId, live);
+
+  let brokenBy: ErrorCode | null = null;
+  const batcher = new EventBatcher(
+    (events) => commitBatch(spec.taskId, events),
+    () => host.eventsCommitted(spec.taskId),
+    (code) => {
+      brokenBy = code;
+      live.handle?.cancel();
+    },
+    DEFAULT_BATCHING,
+  );
+
+  let running = false;
+  const ctx: RunContext = {
+    taskId: spec.taskId,
+    cwd: spec.cwd,
+    prompt: spec.prompt,
+    profile: spec.profile,
+    continueNativeSessionId: spec.continueNativeSessionId,
+    mark: spec.mark,
+    env: providerEnv,
+    emit: (type, payload) => batcher.push({ event_type: type, payload: redactor.redactValue(payload) }),
+    requestApproval: async (payload) => {
+      batcher.flush();
+      return (await host.interact(spec.taskId, "approval", redactor.redactValue({ ...payload }))) as never;
+    },
+    askQuestion: async (payload) => {
+      batcher.flush();
+      return (await host.interact(spec.taskId, "question", redactor.redactValue({ ...payload }))) as never;
+    },
+    abandonInteraction: () => {
+      batcher.flush();
+      host.withdrawn(spec.taskId);
+    },
+    recordNative: async (n) => {
+      Object.assign(facts, n);
+      recordProvider(store(), spec.taskId, {
+        pgid: n.pgid ?? null,
+        startTime: n.startTime ?? null,
+        nativeSessionId: n.sessionId ?? null,
+        nativeTurnId: n.turnId ?? null,
+      });
+      await host.recorded(spec.taskId, n);
+      // The group and start time are durable in the row and the guard: the provider may now get its
+      // input, and the task is running (bridge.md §5.4 steps 3–4).
+      if (!running && n.pgid !== undefined) {
+        running = true;
+        batcher.flush();
+        transition(store(), spec.taskId, "running", {
+          events: [{ type: "task.started", payload: { runtime: spec.runtime } }],
+        });
+        host.eventsCommitted(spec.taskId);
+      }
+    },
+  };
+
+  const handle = adapter.start(ctx);
+  live.handle = handle;
+  const delivered = handle.outcome.then(async (outcome) => {
+    batcher.flush();
+    await host.outcome(spec.taskId, finalOutcome(outcome, brokenBy, redactor));
+  });
+  await Promise.race([delivered, cancelled]);
+  const leaderExited = await handle.closeAndWait(10_000);
+  batcher.flush();
+  runs.delete(spec.taskId);
+  return { started: true, leaderExited, pgid: handle.pgid, startTime: facts.startTime ?? null };
+}
+
+/** An event-limit break outranks what the provider said; every text is redacted before it leaves. */
+function finalOutcome(outcome: Outcome, brokenBy: ErrorCode | null, redactor: Redactor): Outcome {
+  if (brokenBy) return { kind: "failed", code: brokenBy, message: "the task broke an event limit" };
+  if (outcome.kind === "final") return { kind: "final", text: redactor.redactText(outcome.text) };
+  if (outcome.kind === "failed") return { kind: "failed", code: outcome.code, message: redactor.redactText(outcome.message) };
+  return outcome;
+}
+
+const api: ProviderWorkerApi & { configure(file: Pick<ConfigFile, "bridge" | "runtimes">, options: RuntimeOptions): void } = {
+  async init(stateDir) {
+    db = openDatabase(stateDir);
+  },
+  configure(file, options) {
+    adapters = createAdapters(file, options);
+    providerEnv = { ...process.env };
+  },
+  run,
+  async cancel(taskId) {
+    const live = runs.get(taskId);
+    if (!live) return;
+    live.handle?.cancel();
+    live.cancelled();
+  },
+  async sendMessage(taskId, text) {
+    const live = runs.get(taskId);
+    if (!live?.handle) throw new ServerFsError("AGENT_TASK_NOT_ACTIVE", "the provider is not ready for a message");
+    await live.handle.sendMessage(text);
+  },
+  async shutdown() {
+    for (const live of runs.values()) live.handle?.cancel();
+    db?.close();
+    db = null;
+  },
+};
+
+export type ProviderWorker = typeof api;
+
+exposeApi(api);

@@ -1,0 +1,156 @@
+/**
+ * A real `serverfs bridge` process for integration tests: a private temp tree (workspace, state,
+ * locks, socket), a config with the fake runtime, and a raw NDJSON RPC client over the Unix socket.
+ */
+import { connect } from "node:net";
+import { join } from "node:path";
+import { spawnCli, waitForAuditEvent } from "./process.ts";
+import type { Table } from "./toml.ts";
+import { type TempDir, tempDir, writeConfig } from "./workspace.ts";
+
+export interface BridgeEnv {
+  dir: TempDir;
+  configPath: string;
+  socketPath: string;
+  stateDir: string;
+  lockDir: string;
+  workspace: string;
+}
+
+export interface BridgeEnvOptions {
+  lifecycle?: Table;
+  recovery?: Table;
+  /** Extra keys for the first workdir. */
+  workdir?: Table;
+  extraWorkdirs?: Table[];
+  config?: Table;
+}
+
+/** Lays out a temp tree and writes its config (one workspace-write workdir "repo" on slot 1). */
+export function bridgeEnv(opts: BridgeEnvOptions = {}): BridgeEnv {
+  const dir = tempDir("sfs-b-");
+  const workspace = dir.dir("ws");
+  dir.dir("ws/src");
+  dir.file("ws/README.md", "# demo\n");
+  const stateDir = join(dir.path, "state");
+  const lockDir = join(dir.path, "locks");
+  const socketPath = join(dir.path, "run", "b.sock");
+  const configPath = writeConfig(dir.path, {
+    ...opts.config,
+    bridge: {
+      enabled: true,
+      enable_fake_runtime: true,
+      socket_path: socketPath,
+      state_dir: stateDir,
+      lock_dir: lockDir,
+      lifecycle: { maintenance_interval_seconds: 1, ...opts.lifecycle },
+      recovery: { ...opts.recovery },
+    },
+    workdirs: [
+      { slot: 1, alias: "repo", path: workspace, read_only: false, agent_mode: "workspace-write", agent_runtimes: ["fake"], ...opts.workdir },
+      ...(opts.extraWorkdirs ?? []),
+    ],
+  });
+  return { dir, configPath, socketPath, stateDir, lockDir, workspace };
+}
+
+export interface BridgeProcess {
+  proc: ReturnType<typeof spawnCli>;
+  stderr(): string;
+  stop(signal?: NodeJS.Signals): Promise<number>;
+}
+
+export async function startBridgeProcess(env: BridgeEnv): Promise<BridgeProcess> {
+  const proc = spawnCli(["bridge", "--config", env.configPath]);
+  const [forWait, forLog] = proc.stderr.tee();
+  let log = "";
+  void (async () => {
+    const reader = forLog.getReader();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      log += new TextDecoder().decode(value);
+    }
+  })();
+  await waitForAuditEvent(forWait, "bridge_started", 20_000);
+  return {
+    proc,
+    stderr: () => log,
+    async stop(signal = "SIGTERM") {
+      proc.kill(signal);
+      return proc.exited;
+    },
+  };
+}
+
+export interface RpcResponse {
+  request_id: string | null;
+  ok: boolean;
+  result?: Record<string, unknown>;
+  error?: { code: string; message: string };
+}
+
+let counter = 0;
+
+/** Sends raw lines on one connection and collects one response line per request. */
+export function rpcLines(socketPath: string, lines: string[], expect = lines.length, timeoutMs = 30_000): Promise<RpcResponse[]> {
+  return new Promise((resolve, reject) => {
+    const sock = connect(socketPath);
+    let buf = "";
+    const out: RpcResponse[] = [];
+    const timer = setTimeout(() => {
+      sock.destroy();
+      reject(new Error(`rpc timeout (${out.length}/${expect} responses)`));
+    }, timeoutMs);
+    sock.on("connect", () => sock.write(lines.map((l) => `${l}\n`).join("")));
+    sock.on("data", (d) => {
+      buf += d.toString("utf8");
+      let nl = buf.indexOf("\n");
+      while (nl >= 0) {
+        out.push(JSON.parse(buf.slice(0, nl)));
+        buf = buf.slice(nl + 1);
+        nl = buf.indexOf("\n");
+      }
+      if (out.length >= expect) {
+        clearTimeout(timer);
+        sock.end();
+        resolve(out);
+      }
+    });
+    sock.on("error", (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    sock.on("close", () => {
+      clearTimeout(timer);
+      if (out.length < expect) resolve(out);
+    });
+  });
+}
+
+export async function rpc(socketPath: string, method: string, params: Record<string, unknown> = {}): Promise<RpcResponse> {
+  const line = JSON.stringify({ protocol_version: 1, request_id: `t_${++counter}`, method, params });
+  const [r] = await rpcLines(socketPath, [line]);
+  return r!;
+}
+
+/** The result of a call that must succeed. */
+export async function call<T = Record<string, unknown>>(socketPath: string, method: string, params: Record<string, unknown> = {}): Promise<T> {
+  const r = await rpc(socketPath, method, params);
+  if (!r.ok) throw new Error(`${method} failed: ${r.error?.code}: ${r.error?.message}`);
+  return r.result as T;
+}
+
+/** Polls task.get until `until(task)` holds. */
+export async function waitForTask(socketPath: string, taskId: string, until: (t: Record<string, unknown>) => boolean, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const t = await call(socketPath, "task.get", { task_id: taskId });
+    if (until(t)) return t;
+    if (Date.now() > deadline) throw new Error(`task ${taskId} stuck in ${String(t["status"])}`);
+    await Bun.sleep(50);
+  }
+}
+
+export const TERMINAL = new Set(["succeeded", "failed", "cancelled", "interrupted"]);
+export const isTerminalTask = (t: Record<string, unknown>) => TERMINAL.has(String(t["status"]));
