@@ -11,3 +11,13 @@ export const isCompiled = (): boolean => import.meta.dir.startsWith("/$bunfs/") 
 export function selfCommand(...args: string[]): string[] {
   return isCompiled() ? [process.execPath, ...args] : [process.execPath, join(import.meta.dir, "cli.ts"), ...args];
 }
+
+/**
+ * Where a worker entry point lives: next to the sources in a checkout, inside the executable's
+ * embedded file system when compiled (`bun build --compile --root .` keeps the source layout).
+ */
+export function workerUrl(name: string): URL {
+  return isCompiled()
+    ? new URL(`file:///$bunfs/root/src/workers/${name}.js`)
+    : new URL(`../workers/${name}.ts`, import.meta.url);
+}

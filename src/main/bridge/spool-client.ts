@@ -6,13 +6,14 @@
  */
 import { type StartedWorker, startWorker } from "../../shared/comlink-worker.ts";
 import { ServerFsError } from "../../shared/errors.ts";
+import { workerUrl } from "../self-command.ts";
 import type { SpoolApi } from "../../workers/spool-worker.ts";
 
 export type SpoolWorker = StartedWorker<SpoolApi>;
 
 export function startSpoolWorker(): SpoolWorker {
   return startWorker<SpoolApi>(
-    new URL("../../workers/spool-worker.ts", import.meta.url),
+    workerUrl("spool-worker"),
     () => new ServerFsError("AGENT_RESULT_STORAGE_ERROR", "the spool worker stopped"),
   );
 }

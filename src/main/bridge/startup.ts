@@ -22,7 +22,7 @@ import { createAdapters, type RuntimeOptions } from "../../workers/runtimes.ts";
 import { acquireInstanceLock, type InstanceLock } from "./instance-lock.ts";
 import { reconcileAtStartup } from "./reconciliation.ts";
 import { startSpoolWorker } from "./spool-client.ts";
-import { isCompiled, selfCommand } from "../self-command.ts";
+import { isCompiled, selfCommand, workerUrl } from "../self-command.ts";
 import { bridgeHandlers } from "./rpc-handlers.ts";
 import { startRpcServer } from "./rpc/server.ts";
 import { RuntimeProbes } from "./service/runtime-probes.ts";
@@ -34,7 +34,6 @@ export interface RunningBridge {
   stop(): Promise<void>;
 }
 
-const workerUrl = (name: string) => new URL(`../../workers/${name}.ts`, import.meta.url);
 const lost = (what: string) => () => new ServerFsError("BRIDGE_PROTOCOL_ERROR", `the ${what} worker stopped`);
 
 const defaultRuntimeOptions = (): RuntimeOptions => (isCompiled() ? { fakeCommand: selfCommand("__fake-provider") } : {});
