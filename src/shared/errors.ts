@@ -163,15 +163,7 @@ export class RelayedError extends ServerFsError {
   }
 }
 
-export function fail(code: ErrorCode, message: string): never {
-  throw new ServerFsError(code, message);
-}
-
 export function isServerFsError(e: unknown): e is ServerFsError {
   return e instanceof ServerFsError;
 }
 
-/** Prefix a message with `<alias>:<normalized path>` as mcp-surface.md §1.4 allows. */
-export function at(alias: string, path: string, phrase: string): string {
-  return `${alias}:${path} ${phrase}`;
-}

@@ -15,7 +15,7 @@
  * An encoded request over 1 MiB is never sent (REQUEST_TOO_LARGE). Sockets and timers are unref'd:
  * a call in flight never delays process exit.
  */
-import { randomBytes } from "node:crypto";
+import { newRpcRequestId } from "../../shared/ids.ts";
 import { createConnection } from "node:net";
 import { resolve } from "node:path";
 import * as v from "valibot";
@@ -87,7 +87,7 @@ export class BridgeClient {
     params: ParamsInput<M>,
     options: CallOptions<R> = {},
   ): Promise<R> {
-    const requestId = `mcp_${randomBytes(12).toString("hex")}`;
+    const requestId = newRpcRequestId();
     const line = Buffer.from(JSON.stringify({ protocol_version: PROTOCOL_VERSION, request_id: requestId, method, params }), "utf8");
     if (line.length > MAX_LINE_BYTES) throw new ServerFsError("REQUEST_TOO_LARGE", "the request is over 1 MiB");
     try {

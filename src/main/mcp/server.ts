@@ -14,7 +14,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import * as v from "valibot";
 import type { AuditFields } from "../../shared/audit.ts";
-import { ServerFsError } from "../../shared/errors.ts";
+import { RelayedError, ServerFsError } from "../../shared/errors.ts";
 import { VERSION } from "../../shared/version.ts";
 import type { McpDeps } from "./deps.ts";
 import { serverInstructions } from "./instructions.ts";
@@ -85,11 +85,11 @@ async function callTool(tool: ToolDef, rawArgs: Record<string, unknown> | undefi
   } catch (e) {
     const err = e instanceof ServerFsError ? e : unexpected(tool, e, deps);
     audit["success"] = false;
-    audit["error_code"] = err.code;
+    audit["error_code"] = err instanceof RelayedError ? err.relayedCode : err.code;
     outcome = errorResult(err);
   }
-  const fields: AuditFields = { tool: tool.name, duration_ms: Math.round((performance.now() - started) * 10) / 10 };
-  deps.audit.info("tool_call", { ...fields, ...audit, tool: tool.name, duration_ms: fields["duration_ms"] });
+  const duration_ms = Math.round((performance.now() - started) * 10) / 10;
+  deps.audit.info("tool_call", { tool: tool.name, duration_ms, ...audit });
   return outcome;
 }
 

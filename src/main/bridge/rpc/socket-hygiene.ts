@@ -128,15 +128,24 @@ async function clearSocketPath(socketPath: string): Promise<void> {
   const again = lstatOrNull(socketPath);
   if (again === null) return;
   if (!sameEntry(st, again)) throw inUse("the socket path changed while it was probed");
-  unlinkSync(socketPath);
+  try {
+    unlinkSync(socketPath);
+  } catch {
+    throw inUse("the stale socket cannot be removed");
+  }
 }
 
 /** Steps 1–3, before binding. */
 export async function prepareSocketPath(socketPath: string, sharingGid: number | null): Promise<void> {
   const dir = dirname(socketPath);
-  createAncestors(dir, sharingGid);
-  checkParent(dir, sharingGid);
-  await clearSocketPath(socketPath);
+  try {
+    createAncestors(dir, sharingGid);
+    checkParent(dir, sharingGid);
+    await clearSocketPath(socketPath);
+  } catch (e) {
+    // an lstat that fails for another reason than ENOENT (EACCES, ENOTDIR): never a raw OS message
+    throw e instanceof ServerFsError ? e : unsafeDir("the socket directory cannot be inspected");
+  }
 }
 
 /** A random name in the socket's directory whose full path still fits a `sun_path`. */
@@ -191,6 +200,10 @@ export function bindSocket<Data>(
 
 /** Step 5: unlink the socket path only while it still names the inode this Bridge bound. */
 export function unlinkIfBound(socketPath: string, inode: BoundInode): void {
-  const st = lstatOrNull(socketPath);
-  if (st !== null && st.dev === inode.dev && st.ino === inode.ino) unlinkSync(socketPath);
+  try {
+    const st = lstatOrNull(socketPath);
+    if (st !== null && st.dev === inode.dev && st.ino === inode.ino) unlinkSync(socketPath);
+  } catch {
+    // shutdown goes on; the next startup finds a stale socket and replaces it
+  }
 }
