@@ -1,0 +1,286 @@
+/**
+ * `serverfs tasks list|show|events|tail` (config.md "Commands"): the operator's read-only view of the
+ * Bridge's tasks, through the RPC socket only (`task.list`, `task.get`, `task.events`; bridge.md §3).
+ *
+ * - `list [--status S] [--limit N] [--json]`: newest first, one row per task.
+ * - `show <task_id> [--json]`: the task object, with the final response only as a short preview.
+ * - `events <task_id> [--after N] [--limit N] [--json]`: every event after the cursor, in order.
+ * - `tail <task_id> [--after N] [--json]`: follows events live with the long poll until the task
+ *   is terminal, then prints its final status; `--json` gives one JSON object per line.
+ *
+ * The prompt is never stored, so never shown; the final response appears only in `show`'s preview.
+ * Nothing here writes to stderr: a coded failure propagates to cli.ts (`serverfs: CODE: message`, exit 1).
+ */
+import * as v from "valibot";
+import { loadConfig } from "../../shared/config/load.ts";
+import { isServerFsError } from "../../shared/errors.ts";
+import { isTerminal, TASK_STATUSES } from "../../shared/store/task-states.ts";
+import { cutUtf8 } from "../../shared/utf8.ts";
+import type { ParsedArgs } from "../cli.ts";
+import { UsageError } from "../cli.ts";
+import { BridgeClient } from "../mcp/bridge-client.ts";
+import { EventsResult, TaskResult } from "../mcp/agent/schemas.ts";
+import { paint, printJson, printJsonLine, printLine, runCommand, type Style, table } from "./output.ts";
+
+type Task = v.InferOutput<typeof TaskResult>;
+type TaskEvent = v.InferOutput<typeof EventsResult>["events"][number];
+
+const TaskListResult = v.looseObject({ tasks: v.array(TaskResult), next_before_task_id: v.nullable(v.string()) });
+
+/** bridge.md §4.4 bounds: a page holds at most 500 events; a long poll waits at most 25 s. */
+const PAGE_LIMIT = 500;
+const TAIL_WAIT_MS = 20_000;
+/** How much of a final response `show` prints; the whole text is the MCP client's to read. */
+const PREVIEW_BYTES = 1024;
+/** How much of one payload value an event line shows. */
+const VALUE_CHARS = 80;
+
+const STATUS_STYLE: Partial<Record<string, Style>> = {
+  succeeded: "green",
+  failed: "red",
+  interrupted: "red",
+  cancelled: "yellow",
+  waiting_for_approval: "yellow",
+  waiting_for_question: "yellow",
+};
+const status = (s: string) => {
+  const style = STATUS_STYLE[s];
+  return style ? paint(style, s) : s;
+};
+
+export async function runTasks(args: ParsedArgs, configPath: string | undefined): Promise<number> {
+  const [, sub, taskId, ...extra] = args.command;
+  if (extra.length > 0) throw new UsageError("tasks takes at most one task id");
+  const json = booleanFlag(args, "--json");
+  const wantsId = sub === "show" || sub === "events" || sub === "tail";
+  if (sub === "list" && taskId !== undefined) throw new UsageError("tasks list takes no task id");
+  if (wantsId && taskId === undefined) throw new UsageError(`tasks ${sub} needs a task id`);
+  if (!wantsId && sub !== "list") throw new UsageError(sub === undefined ? "tasks needs list, show, events or tail" : `unknown tasks command ${sub}`);
+
+  const limit = intFlag(args, "--limit", 1, PAGE_LIMIT);
+  const after = intFlag(args, "--after", 0, Number.MAX_SAFE_INTEGER) ?? 0;
+  const statusFilter = stringFlag(args, "--status");
+  if (statusFilter !== undefined && !(TASK_STATUSES as readonly string[]).includes(statusFilter)) {
+    throw new UsageError(`--status must be one of ${TASK_STATUSES.join(", ")}`);
+  }
+  const client = BridgeClient.fromConfig(loadConfig({ role: "operator", configPath }));
+  return runCommand(async () => {
+    if (sub === "list") return list(client, statusFilter ?? null, limit, json);
+    const id = taskId!;
+    if (sub === "show") return show(client, id, json);
+    if (sub === "events") return events(client, id, after, limit, json);
+    return tail(client, id, after, json);
+  });
+}
+
+// ----- flags -----
+
+function booleanFlag(args: ParsedArgs, name: string): boolean {
+  const value = args.flags.get(name);
+  if (value !== undefined && value !== true) throw new UsageError(`${name} takes no value`);
+  return value === true;
+}
+
+function stringFlag(args: ParsedArgs, name: string): string | undefined {
+  const value = args.flags.get(name);
+  if (value === true) throw new UsageError(`${name} needs a value`);
+  return value;
+}
+
+function intFlag(args: ParsedArgs, name: string, min: number, max: number): number | undefined {
+  const value = stringFlag(args, name);
+  if (value === undefined) return undefined;
+  const n = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) throw new UsageError(`${name} must be an integer ${min}..${max}`);
+  return n;
+}
+
+// ----- the Bridge calls -----
+
+const getTask = (client: BridgeClient, taskId: string) => client.call("task.get", { task_id: taskId }, { result: TaskResult });
+
+function eventsPage(client: BridgeClient, taskId: string, after: number, limit: number, waitMs = 0) {
+  return client.call(
+    "task.events",
+    { task_id: taskId, after_event_id: after, limit, wait_ms: waitMs },
+    { result: EventsResult, extraTimeoutMs: waitMs },
+  );
+}
+
+/** A task as `list` shows it: everything but the final response (only `show` previews that). */
+function withoutResponse(task: Task): Omit<Task, "final_response"> {
+  const { final_response: _, ...rest } = task;
+  return rest;
+}
+
+// ----- list -----
+
+/**
+ * Up to `limit` tasks, newest first. One answer must fit in 1 MiB (bridge.md §2.2) while each task
+ * carries its final response (up to 256 KiB inline), so a page the Bridge finds too large is asked
+ * for again in halves, following `before_task_id`; a single task always fits.
+ */
+async function listTasks(client: BridgeClient, statusFilter: string | null, limit: number) {
+  const tasks: Task[] = [];
+  let before: string | null = null;
+  let pageSize = limit;
+  for (;;) {
+    const params = { status: statusFilter, limit: Math.min(pageSize, limit - tasks.length), before_task_id: before };
+    let page: v.InferOutput<typeof TaskListResult>;
+    try {
+      page = await client.call("task.list", params, { result: TaskListResult });
+    } catch (e) {
+      if (!(isServerFsError(e) && e.code === "RESPONSE_TOO_LARGE" && pageSize > 1)) throw e;
+      pageSize = Math.ceil(pageSize / 2);
+      continue;
+    }
+    tasks.push(...page.tasks);
+    before = page.next_before_task_id;
+    if (before === null || tasks.length >= limit) return { tasks, next_before_task_id: before };
+  }
+}
+
+async function list(client: BridgeClient, statusFilter: string | null, limit: number | undefined, json: boolean): Promise<number> {
+  const page = await listTasks(client, statusFilter, limit ?? 100);
+  if (json) {
+    printJson({ tasks: page.tasks.map(withoutResponse), next_before_task_id: page.next_before_task_id });
+    return 0;
+  }
+  if (page.tasks.length === 0) {
+    printLine("no tasks");
+    return 0;
+  }
+  const rows = page.tasks.map((t) => [t.task_id, status(t.status), t.runtime, t.workdir_alias, t.profile, t.created_at, t.error_code ?? ""]);
+  for (const line of table(rows, ["TASK", "STATUS", "RUNTIME", "WORKDIR", "PROFILE", "CREATED", "ERROR"])) printLine(line);
+  if (page.next_before_task_id !== null) printLine(paint("dim", `(older tasks not shown; --limit goes up to ${PAGE_LIMIT})`));
+  return 0;
+}
+
+// ----- show -----
+
+function preview(task: Task): { text: string; cut: boolean } | null {
+  if (task.final_response === null) return null;
+  const { text, truncated } = cutUtf8(task.final_response, PREVIEW_BYTES);
+  // a spooled result's final_response is already the Bridge's own preview of a longer text
+  return { text, cut: truncated || task.final_response_truncated };
+}
+
+function resultSummary(task: Task): string {
+  const r = task.result;
+  if (r.size_bytes === null) return "none yet";
+  const where = r.storage === "spool" ? "spooled, retrievable" : "inline";
+  return `${where}, ${r.size_bytes} bytes, sha256 ${r.sha256 ?? "unknown"}`;
+}
+
+function pendingSummary(task: Task): string | null {
+  const p = task.pending_request;
+  if (p === null) return task.pending_request_id;
+  const payload = p.payload as Record<string, unknown>;
+  const text = (key: string) => (typeof payload[key] === "string" ? (payload[key] as string) : null);
+  const command = text("command_display");
+  const what =
+    p.kind === "approval"
+      ? `${[text("category"), text("title")].filter((x) => x !== null).join(": ")}${command === null ? "" : ` [${command}]`}`
+      : `${Array.isArray(payload["questions"]) ? payload["questions"].length : 0} question(s)`;
+  return `${p.kind} ${p.request_id} (${p.status}, expires ${p.expires_at ?? "never"}) ${what}`.trimEnd();
+}
+
+async function show(client: BridgeClient, taskId: string, json: boolean): Promise<number> {
+  const task = await getTask(client, taskId);
+  const response = preview(task);
+  if (json) {
+    // the task object as task.get has it, but the final response only as the preview
+    printJson({ ...task, final_response: response?.text ?? null, final_response_preview_cut: response?.cut ?? false });
+    return 0;
+  }
+  const fields: [string, string | null][] = [
+    ["task", task.task_id],
+    ["status", status(task.status)],
+    ["runtime", task.runtime],
+    ["workdir", `${task.workdir_alias} (slot ${task.workdir_slot}), start directory ${task.relative_cwd === "" ? "." : task.relative_cwd}`],
+    ["profile", task.profile],
+    ["created", task.created_at],
+    ["started", task.started_at],
+    ["updated", task.updated_at],
+    ["completed", task.completed_at],
+    ["deadline", task.deadline_at],
+    ["continues", task.continue_from_task_id],
+    ["correlation", task.correlation_id],
+    ["idempotency", task.idempotency_key],
+    ["error", task.error_code === null ? null : `${task.error_code}: ${task.error_message ?? ""}`.trimEnd()],
+    ["result", resultSummary(task)],
+    ["pending", pendingSummary(task)],
+    ["manifest", task.manifest_sha256 === null ? "none (migrated task)" : `sha256 ${task.manifest_sha256}`],
+  ];
+  const rows = fields.filter((f): f is [string, string] => f[1] !== null);
+  for (const line of table(rows)) printLine(line);
+  if (response !== null) {
+    printLine("response");
+    for (const line of response.text.split("\n")) printLine(`  ${line}`);
+    if (response.cut) printLine(paint("dim", `  … (preview; the whole result is ${task.result.size_bytes ?? "?"} bytes)`));
+  }
+  return 0;
+}
+
+// ----- events and tail -----
+
+function valueText(value: unknown): string {
+  const text = typeof value === "string" && /^[\w.:/@+-]+$/.test(value) ? value : JSON.stringify(value);
+  return text.length > VALUE_CHARS ? `${text.slice(0, VALUE_CHARS - 1)}…` : text;
+}
+
+/** `key=value` pairs of a payload, each value on one line and short. */
+const payloadSummary = (payload: Record<string, unknown>) =>
+  Object.entries(payload)
+    .map(([k, val]) => `${k}=${valueText(val)}`)
+    .join(" ");
+
+const eventRow = (e: TaskEvent) => [`#${e.event_id}`, e.created_at, e.event_type, payloadSummary(e.payload as Record<string, unknown>)];
+
+async function events(client: BridgeClient, taskId: string, after: number, limit: number | undefined, json: boolean): Promise<number> {
+  const collected: TaskEvent[] = [];
+  let cursor = after;
+  let correlationId: string | null = null;
+  for (;;) {
+    const want = limit === undefined ? PAGE_LIMIT : Math.min(PAGE_LIMIT, limit - collected.length);
+    const page = await eventsPage(client, taskId, cursor, want);
+    correlationId = page.correlation_id;
+    collected.push(...page.events);
+    cursor = page.next_after_event_id;
+    if (page.events.length === 0 || (limit !== undefined && collected.length >= limit)) break;
+  }
+  if (json) {
+    printJson({ correlation_id: correlationId, events: collected, next_after_event_id: cursor });
+    return 0;
+  }
+  if (collected.length === 0) printLine("no events");
+  else for (const line of table(collected.map(eventRow), ["EVENT", "AT", "TYPE", "PAYLOAD"])) printLine(line);
+  return 0;
+}
+
+/** Event lines arrive one by one, so they are aligned to fixed widths instead of a table. */
+const tailLine = (e: TaskEvent) => {
+  const [id, at, type, payload] = eventRow(e);
+  return `${id!.padEnd(8)}  ${at}  ${type!.padEnd(26)}  ${payload}`.trimEnd();
+};
+
+async function tail(client: BridgeClient, taskId: string, after: number, json: boolean): Promise<number> {
+  let cursor = after;
+  const emit = (list: TaskEvent[]) => {
+    for (const e of list) (json ? printJsonLine(e) : printLine(tailLine(e)));
+    if (list.length > 0) cursor = list[list.length - 1]!.event_id;
+  };
+  let task = await getTask(client, taskId);
+  for (;;) {
+    const terminal = isTerminal(task.status);
+    // once terminal nothing new is awaited: drain what is there without waiting, then stop
+    const page = await eventsPage(client, taskId, cursor, PAGE_LIMIT, terminal ? 0 : TAIL_WAIT_MS);
+    emit(page.events);
+    if (page.events.length === PAGE_LIMIT) continue;
+    if (terminal) break;
+    task = await getTask(client, taskId);
+  }
+  if (json) printJsonLine({ task_id: task.task_id, status: task.status, error_code: task.error_code });
+  else printLine(`task ${task.task_id} ${status(task.status)}${task.error_code === null ? "" : `: ${task.error_code}`}`);
+  return 0;
+}

@@ -1,0 +1,275 @@
+/**
+ * `serverfs tasks list|show|events|tail` (config.md "Commands"; bridge.md §3 task.list, task.get,
+ * task.events): the real CLI against one real Bridge process, over its socket.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, isTerminalTask, rpc, startBridgeProcess, waitForTask } from "../helpers/bridge.ts";
+import { runCli, spawnCli } from "../helpers/process.ts";
+
+type Task = Record<string, unknown> & { task_id: string; status: string };
+type TaskEvent = { event_id: number; event_type: string; payload: Record<string, unknown> };
+
+let env: BridgeEnv;
+let bridge: BridgeProcess;
+/** In submission order: complete, long, failed, events, pending approval. */
+let done: Task;
+let long: Task;
+let failed: Task;
+let chatty: Task;
+let pending: Task;
+
+const tasks = (...args: string[]) => runCli(["tasks", ...args, "--config", env.configPath]);
+
+async function submit(prompt: string, extra: Record<string, unknown> = {}): Promise<string> {
+  const r = await call<{ task_id: string }>(env.socketPath, "task.submit", { runtime: "fake", workdir: "repo", path: "", profile: "review", prompt, ...extra });
+  return r.task_id;
+}
+
+const settle = async (id: string, until = isTerminalTask) => (await waitForTask(env.socketPath, id, until)) as Task;
+
+beforeAll(async () => {
+  env = bridgeEnv();
+  bridge = await startBridgeProcess(env);
+  done = await settle(await submit("complete:first-answer", { correlation_id: "op-1" }));
+  long = await settle(await submit("repeat:3000:ab"));
+  failed = await settle(await submit("fail:boom"));
+  chatty = await settle(await submit("events:3"));
+  pending = await settle(await submit("approval:make build"), (t) => t["status"] === "waiting_for_approval");
+}, 60_000);
+
+afterAll(async () => {
+  await bridge?.stop();
+  env?.dir.remove();
+});
+
+const lines = (stdout: string) => stdout.split("\n").filter((l) => l !== "");
+
+describe("tasks list (task.list)", () => {
+  test("prints an aligned table with a header, newest first, one row per task, no colour off a TTY", async () => {
+    const r = await tasks("list");
+    expect(r.code).toBe(0);
+    expect(r.stdout).not.toContain("\x1b[");
+    const [header, ...rows] = lines(r.stdout);
+    expect(header).toMatch(/^TASK\s+STATUS\s+RUNTIME\s+WORKDIR\s+PROFILE\s+CREATED\s+ERROR$/);
+    expect(rows.map((l) => l.split(/\s+/)[0])).toEqual([pending, chatty, failed, long, done].map((t) => t.task_id));
+    const statusColumn = header!.indexOf("STATUS");
+    const createdColumn = header!.indexOf("CREATED");
+    for (const row of rows) {
+      expect(row[statusColumn - 1]).toBe(" ");
+      expect(row.slice(statusColumn)).toMatch(/^[a-z_]+ /);
+      expect(row.slice(createdColumn)).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/);
+    }
+    expect(rows[2]).toMatch(/\sfailed\s.*AGENT_PROVIDER_ERROR$/);
+    expect(rows[0]).toContain("waiting_for_approval");
+  });
+
+  test("--status filters by status and --limit bounds the page, saying older tasks were left out", async () => {
+    const byStatus = await tasks("list", "--status", "failed");
+    expect(byStatus.code).toBe(0);
+    expect(lines(byStatus.stdout).slice(1).map((l) => l.split(/\s+/)[0])).toEqual([failed.task_id]);
+
+    const limited = await tasks("list", "--limit", "2");
+    expect(limited.code).toBe(0);
+    const [, first, second, note] = lines(limited.stdout);
+    expect([first, second].map((l) => l!.split(/\s+/)[0])).toEqual([pending.task_id, chatty.task_id]);
+    expect(note).toContain("older tasks not shown");
+  });
+
+  test("--json is one JSON document {tasks, next_before_task_id}, newest first, without final responses", async () => {
+    const r = await tasks("list", "--json");
+    expect(r.code).toBe(0);
+    const doc = JSON.parse(r.stdout) as { tasks: Task[]; next_before_task_id: string | null };
+    expect(Object.keys(doc).sort()).toEqual(["next_before_task_id", "tasks"]);
+    expect(doc.next_before_task_id).toBeNull();
+    expect(doc.tasks.map((t) => t.task_id)).toEqual([pending, chatty, failed, long, done].map((t) => t.task_id));
+    for (const t of doc.tasks) expect(t).not.toHaveProperty("final_response");
+    const { final_response: _, ...expected } = done;
+    expect(doc.tasks[4]).toEqual(expected);
+    expect(r.stdout).not.toContain("first-answer");
+  });
+
+  test("an unknown --status or an out-of-range --limit is a usage error (exit 2)", async () => {
+    for (const args of [["--status", "finished"], ["--limit", "0"], ["--limit", "501"], ["--limit", "ten"]]) {
+      const r = await tasks("list", ...args);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toStartWith("serverfs: usage error: ");
+      expect(r.stdout).toBe("");
+    }
+  });
+});
+
+describe("tasks show (task.get)", () => {
+  const field = (stdout: string, name: string) => lines(stdout).find((l) => l.startsWith(`${name} `))?.slice(name.length).trim();
+
+  test("shows status, timestamps, runtime, workdir, result storage, size and sha, manifest sha and a response preview", async () => {
+    const r = await tasks("show", done.task_id);
+    expect(r.code).toBe(0);
+    const result = done["result"] as { size_bytes: number; sha256: string };
+    expect(field(r.stdout, "task")).toBe(done.task_id);
+    expect(field(r.stdout, "status")).toBe("succeeded");
+    expect(field(r.stdout, "runtime")).toBe("fake");
+    expect(field(r.stdout, "workdir")).toBe("repo (slot 1), start directory .");
+    expect(field(r.stdout, "created")).toBe(done["created_at"] as string);
+    expect(field(r.stdout, "completed")).toBe(done["completed_at"] as string);
+    expect(field(r.stdout, "correlation")).toBe("op-1");
+    expect(field(r.stdout, "result")).toBe(`inline, ${result.size_bytes} bytes, sha256 ${result.sha256}`);
+    expect(field(r.stdout, "manifest")).toBe(`sha256 ${done["manifest_sha256"]}`);
+    expect(r.stdout).toContain("response\n  first-answer\n");
+  });
+
+  test("a long final response is shown only as a preview of at most 1 KiB", async () => {
+    const r = await tasks("show", long.task_id);
+    expect(r.code).toBe(0);
+    const preview = lines(r.stdout).find((l) => l.startsWith("  ab"))!;
+    expect(preview.trim()).toBe("ab".repeat(512));
+    expect(r.stdout).toContain("(preview; the whole result is 6000 bytes)");
+    expect(r.stdout.length).toBeLessThan(2500);
+  });
+
+  test("a failed task shows its error code and message; a waiting one its pending request", async () => {
+    const f = await tasks("show", failed.task_id);
+    expect(field(f.stdout, "error")).toStartWith("AGENT_PROVIDER_ERROR");
+    expect(f.stdout).not.toContain("response");
+
+    const p = await tasks("show", pending.task_id);
+    const request = pending["pending_request"] as { request_id: string; expires_at: string };
+    expect(field(p.stdout, "pending")).toBe(`approval ${request.request_id} (pending, expires ${request.expires_at}) command: Run a command [make build]`);
+  });
+
+  test("--json is the task object of task.get, its final response cut to the preview", async () => {
+    const whole = await tasks("show", done.task_id, "--json");
+    expect(whole.code).toBe(0);
+    expect(JSON.parse(whole.stdout)).toEqual({ ...done, final_response_preview_cut: false });
+
+    const cut = JSON.parse((await tasks("show", long.task_id, "--json")).stdout) as Task;
+    expect(cut["final_response"]).toBe("ab".repeat(512));
+    expect(cut["final_response_preview_cut"]).toBe(true);
+    expect(cut["result"]).toEqual(long["result"]);
+  });
+
+  test("an unknown or malformed task id exits 1 with AGENT_TASK_NOT_FOUND on stderr", async () => {
+    for (const id of ["agt_000000000000000000000000", "not-a-task"]) {
+      const r = await tasks("show", id);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/^serverfs: AGENT_TASK_NOT_FOUND: .+\n$/);
+      expect(r.stdout).toBe("");
+    }
+  });
+
+  test("a missing task id is a usage error (exit 2)", async () => {
+    const r = await tasks("show");
+    expect(r.code).toBe(2);
+    expect(r.stderr).toStartWith("serverfs: usage error: tasks show needs a task id");
+  });
+});
+
+describe("tasks events (task.events)", () => {
+  const rpcEvents = async (id: string, after = 0) =>
+    (await call<{ events: TaskEvent[] }>(env.socketPath, "task.events", { task_id: id, after_event_id: after })).events;
+
+  test("prints every event in order, one aligned row each, with a short payload summary", async () => {
+    const expected = await rpcEvents(chatty.task_id);
+    const r = await tasks("events", chatty.task_id);
+    expect(r.code).toBe(0);
+    const [header, ...rows] = lines(r.stdout);
+    expect(header).toMatch(/^EVENT\s+AT\s+TYPE\s+PAYLOAD$/);
+    expect(rows.map((l) => l.split(/\s+/)[0])).toEqual(expected.map((e) => `#${e.event_id}`));
+    expect(rows.map((l) => l.split(/\s+/)[2])).toEqual(["task.started", "agent.message", "agent.message", "agent.message", "task.completed"]);
+    expect(rows[1]).toEndWith('text="event 1"');
+    const typeColumn = header!.indexOf("TYPE");
+    for (const row of rows) expect(row.slice(typeColumn)).toMatch(/^(task|agent)\./);
+  });
+
+  test("--after N starts after that event id; --json is {correlation_id, events, next_after_event_id}", async () => {
+    const all = await rpcEvents(chatty.task_id);
+    const cursor = all[1]!.event_id;
+    const r = await tasks("events", chatty.task_id, "--after", String(cursor), "--json");
+    expect(r.code).toBe(0);
+    const doc = JSON.parse(r.stdout) as { correlation_id: string | null; events: TaskEvent[]; next_after_event_id: number };
+    expect(doc.correlation_id).toBeNull();
+    expect(doc.events).toEqual(all.slice(2));
+    expect(doc.next_after_event_id).toBe(all[all.length - 1]!.event_id);
+  });
+
+  test("an unknown task exits 1 with AGENT_TASK_NOT_FOUND", async () => {
+    const r = await tasks("events", "agt_ffffffffffffffffffffffff");
+    expect(r.code).toBe(1);
+    expect(r.stderr).toStartWith("serverfs: AGENT_TASK_NOT_FOUND: ");
+  });
+});
+
+describe("tasks tail (task.events with wait_ms)", () => {
+  async function tailWhileRunning(...flags: string[]) {
+    const id = await submit("sleep:800:done");
+    const proc = spawnCli(["tasks", "tail", id, "--config", env.configPath, ...flags]);
+    // the tail is running before the task ends: it has to follow, not just read back
+    const startedWhile = (await call<Task>(env.socketPath, "task.get", { task_id: id })).status;
+    const timeout = setTimeout(() => proc.kill(), 20_000);
+    const [stdout, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+    clearTimeout(timeout);
+    return { id, stdout, code, startedWhile };
+  }
+
+  test("follows a running task live to its end, one line per event in order, then its final status", async () => {
+    const { id, stdout, code, startedWhile } = await tailWhileRunning();
+    expect(startedWhile).not.toBe("succeeded");
+    expect(code).toBe(0);
+    const out = lines(stdout);
+    const events = (await call<{ events: TaskEvent[] }>(env.socketPath, "task.events", { task_id: id })).events;
+    expect(out.slice(0, -1).map((l) => l.split(/\s+/)[0])).toEqual(events.map((e) => `#${e.event_id}`));
+    expect(out.slice(0, -1).map((l) => l.split(/\s+/)[2])).toEqual(["task.started", "task.completed"]);
+    expect(out.at(-1)).toBe(`task ${id} succeeded`);
+  }, 30_000);
+
+  test("--json gives one JSON object per line: each event envelope, then {task_id, status, error_code}", async () => {
+    const { id, stdout, code } = await tailWhileRunning("--json");
+    expect(code).toBe(0);
+    const docs = lines(stdout).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const events = (await call<{ events: TaskEvent[] }>(env.socketPath, "task.events", { task_id: id })).events;
+    expect(docs.slice(0, -1)).toEqual(events);
+    expect(docs.at(-1)).toEqual({ task_id: id, status: "succeeded", error_code: null });
+  }, 30_000);
+
+  test("a task that has already ended prints its events and final status at once", async () => {
+    const r = await tasks("tail", failed.task_id);
+    expect(r.code).toBe(0);
+    expect(lines(r.stdout).at(-1)).toBe(`task ${failed.task_id} failed: AGENT_PROVIDER_ERROR`);
+    expect(r.stdout).toContain("task.failed");
+  });
+
+  test("an unknown task exits 1 with AGENT_TASK_NOT_FOUND", async () => {
+    const r = await tasks("tail", "agt_ffffffffffffffffffffffff");
+    expect(r.code).toBe(1);
+    expect(r.stderr).toStartWith("serverfs: AGENT_TASK_NOT_FOUND: ");
+  });
+});
+
+describe("tasks list with large results", () => {
+  test("lists every task even when one task.list answer would exceed 1 MiB", async () => {
+    // six inline results of 200,000 bytes each: more than one response line can carry
+    const big: string[] = [];
+    for (let i = 0; i < 6; i++) big.push((await settle(await submit(`repeat:1000:${String(i).repeat(200)}`))).task_id);
+    const tooLarge = await rpc(env.socketPath, "task.list", { limit: 6 });
+    expect(tooLarge.error?.code).toBe("RESPONSE_TOO_LARGE");
+
+    const r = await tasks("list", "--limit", "6", "--json");
+    expect(r.code).toBe(0);
+    const doc = JSON.parse(r.stdout) as { tasks: Task[]; next_before_task_id: string | null };
+    expect(doc.tasks.map((t) => t.task_id)).toEqual(big.reverse());
+    expect(doc.next_before_task_id).toBe(doc.tasks[5]!.task_id);
+  }, 30_000);
+});
+
+describe("tasks without a Bridge", () => {
+  test("exits 1 with AGENT_BRIDGE_UNAVAILABLE when nothing answers on the socket", async () => {
+    const idle = bridgeEnv();
+    try {
+      const r = await runCli(["tasks", "list", "--config", idle.configPath]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/^serverfs: AGENT_BRIDGE_UNAVAILABLE: .+\n$/);
+      expect(r.stderr).not.toContain(idle.dir.path);
+    } finally {
+      idle.dir.remove();
+    }
+  });
+});
