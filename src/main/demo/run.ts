@@ -183,7 +183,7 @@ export async function runDemo(): Promise<number> {
         title: "An agent task asks for approval; a human approves",
         run: async () => {
           const s = ok<{ task_id: string; status: string }>(
-            await call("submit_agent_task", { runtime: "fake", workdir: "demo", prompt: "approval:npm test", correlation_id: "demo-run-1" }),
+            await call("submit_agent_task", { runtime: "fake", workdir: "demo", prompt: "approval:npm test", profile: "review", correlation_id: "demo-run-1" }),
             "submit",
           );
           const waiting = await waitFor(s.task_id, (t) => t["status"] === "waiting_for_approval");
@@ -201,7 +201,7 @@ export async function runDemo(): Promise<number> {
         title: "Follow its events",
         run: async () => {
           const tasks = ok<{ task_id: string }>(
-            await call("submit_agent_task", { runtime: "fake", workdir: "demo", prompt: "events:3", correlation_id: "demo-run-2" }),
+            await call("submit_agent_task", { runtime: "fake", workdir: "demo", prompt: "events:3", profile: "review", correlation_id: "demo-run-2" }),
             "submit",
           );
           await waitFor(tasks.task_id, (t) => t["status"] === "succeeded");
@@ -218,7 +218,7 @@ export async function runDemo(): Promise<number> {
         run: async () => {
           const unit = "ServerFS ✓ 多字节 ";
           const n = 20_000;
-          const s = ok<{ task_id: string }>(await call("submit_agent_task", { runtime: "fake", workdir: "demo", prompt: `repeat:${n}:${unit}` }), "submit");
+          const s = ok<{ task_id: string }>(await call("submit_agent_task", { runtime: "fake", workdir: "demo", prompt: `repeat:${n}:${unit}`, profile: "review" }), "submit");
           const t = await waitFor(s.task_id, (x) => x["status"] === "succeeded");
           const result = t["result"] as { storage: string; size_bytes: number; sha256: string };
           expect(result.storage === "spool", "the result was not spooled");

@@ -70,7 +70,7 @@ export function createMcpServer(opts: McpServerOptions): Server {
 
 async function callTool(tool: ToolDef, rawArgs: Record<string, unknown> | undefined, deps: McpDeps, signal: AbortSignal) {
   const started = performance.now();
-  const audit: AuditFields = { tool: tool.name };
+  const audit: AuditFields = { tool: tool.name, ...tool.auditFields };
   const args = dropNulls(rawArgs);
   if (typeof args["workdir"] === "string") audit["workdir"] = args["workdir"];
   let outcome: { isError?: boolean; content: unknown[]; structuredContent?: Record<string, unknown> };

@@ -44,6 +44,8 @@ export interface ToolDef<I extends ObjectSchema = ObjectSchema> {
   output: v.GenericSchema;
   /** Code for an unexpected internal failure (mcp-surface.md §1.4). */
   unexpected: ErrorCode;
+  /** Fields every `tool_call` record of this tool carries, a schema failure's included (§10). */
+  auditFields?: AuditFields;
   run(args: v.InferOutput<I>, call: ToolCall): Promise<Record<string, unknown> | WithContent> | Record<string, unknown> | WithContent;
 }
 

@@ -29,6 +29,9 @@ export const agentAnnotations = (readOnly: boolean, destructive: boolean, idempo
 
 export const AGENT_READ = agentAnnotations(true, false, true);
 
+/** mcp-surface.md §10: every Agent `tool_call` record, whatever its outcome. */
+export const AGENT_AUDIT = { schema_version: 1 } as const;
+
 export const taskIdParam = () => v.string();
 
 const CONTROL = /[\u0000-\u001f\u007f]/;
@@ -75,8 +78,8 @@ export function proxyTool<I extends ObjectSchema>(deps: AgentDeps, spec: ProxyTo
     input: spec.input,
     output: spec.output,
     unexpected: "AGENT_BRIDGE_ERROR",
+    auditFields: AGENT_AUDIT,
     async run(args, call) {
-      call.audit["schema_version"] = 1;
       const a = args as Record<string, unknown>;
       if (typeof a["task_id"] === "string") call.audit["task_id"] = a["task_id"];
       const raw = await deps.bridge(spec.method, spec.params(args), {

@@ -4,7 +4,7 @@
  */
 import * as v from "valibot";
 import { defineTool, type ToolDef } from "../tool.ts";
-import { AGENT_READ, type AgentDeps, expectShape } from "./agent-tool.ts";
+import { AGENT_AUDIT, AGENT_READ, type AgentDeps, expectShape } from "./agent-tool.ts";
 import { RuntimesResult } from "./schemas.ts";
 
 const FILLED = ["version", "persistent_session", "live_steer", "interactive_approval", "interactive_question", "in_flight_recovery"];
@@ -19,8 +19,8 @@ export function listAgentRuntimes(deps: AgentDeps): ToolDef {
     input: v.strictObject({}),
     output: RuntimesResult,
     unexpected: "AGENT_BRIDGE_ERROR",
+    auditFields: AGENT_AUDIT,
     async run(_args, call) {
-      call.audit["schema_version"] = 1;
       call.audit["correlation_id"] = null;
       if (allowed.size === 0) {
         call.audit["returned"] = 0;

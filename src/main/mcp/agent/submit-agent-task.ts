@@ -11,7 +11,7 @@ import { closeQuietly, openDirPath } from "../../../shared/fs/dir-handle.ts";
 import { byteLength } from "../../../shared/utf8.ts";
 import { requireWorkspace } from "../deps.ts";
 import { defineTool, type ToolDef } from "../tool.ts";
-import { type AgentDeps, agentAnnotations, expectShape, opaqueParam } from "./agent-tool.ts";
+import { AGENT_AUDIT, type AgentDeps, agentAnnotations, expectShape, opaqueParam } from "./agent-tool.ts";
 import { SubmitResult } from "./schemas.ts";
 
 export function submitAgentTask(deps: AgentDeps): ToolDef {
@@ -34,11 +34,11 @@ export function submitAgentTask(deps: AgentDeps): ToolDef {
     }),
     output: SubmitResult,
     unexpected: "AGENT_BRIDGE_ERROR",
+    auditFields: AGENT_AUDIT,
     async run(args, call) {
       const correlationId = opaqueParam(args.correlation_id, "correlation_id");
       const idempotencyKey = opaqueParam(args.idempotency_key, "idempotency_key");
       Object.assign(call.audit, {
-        schema_version: 1,
         correlation_id: correlationId ?? null,
         runtime: args.runtime,
         profile: args.profile,

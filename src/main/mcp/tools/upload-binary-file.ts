@@ -50,7 +50,7 @@ export const uploadBinaryFile = (deps: McpDeps) =>
       path: v.string(),
       data_base64: v.string(),
       overwrite: v.optional(v.boolean(), false),
-      expected_revision: v.optional(v.string()),
+      expected_revision: v.optional(v.nullable(v.string()), null),
     }),
     output: Output,
     unexpected: "MUTATION_FAILED",
@@ -63,10 +63,10 @@ export const uploadBinaryFile = (deps: McpDeps) =>
         path: args.path,
         binary: true,
         checkArguments({ ws, where }) {
-          if (overwrite && expected === undefined) {
+          if (overwrite && expected === null) {
             throw new ServerFsError("EXPECTED_REVISION_REQUIRED", `${where} overwrite = true needs expected_revision`);
           }
-          if (!overwrite && expected !== undefined) {
+          if (!overwrite && expected !== null) {
             throw new ServerFsError("EXPECTED_REVISION_NOT_ALLOWED", `${where} expected_revision is only allowed with overwrite = true`);
           }
           bytes = decodeStrictBase64(args.data_base64, ws.policy.max_binary_transfer_bytes, where);
@@ -74,7 +74,7 @@ export const uploadBinaryFile = (deps: McpDeps) =>
         commit(scope) {
           // After step 7, expected_revision is given exactly when overwrite is true.
           const st =
-            expected === undefined
+            expected === null
               ? scope.inParent("PARENT_NOT_FOUND", (dirFd, name) => publishNew(dirFd, name, bytes, scope))
               : replace(scope, bytes, expected);
           const revision = revisionOf(st);
@@ -82,11 +82,11 @@ export const uploadBinaryFile = (deps: McpDeps) =>
           return {
             workdir: scope.ws.alias,
             path: scope.path,
-            created: expected === undefined,
-            replaced: expected !== undefined,
+            created: expected === null,
+            replaced: expected !== null,
             bytes_written: bytes.length,
             sha256: createHash("sha256").update(bytes).digest("hex"),
-            revision_before: expected ?? null,
+            revision_before: expected,
             revision,
           };
         },
