@@ -104,6 +104,9 @@ export function confinePath(alias: string, input: string, policy: PathPolicy): N
     } else kept.push(seg);
   }
   if (input.includes("\0")) throw new ServerFsError("ACCESS_DENIED", "the path contains a NUL character");
+  // Like NUL, an unpaired surrogate can be in no UTF-8 filename: the filesystem would silently
+  // act on U+FFFD instead, a different name than the one checked and echoed.
+  if (!input.isWellFormed()) throw new ServerFsError("ACCESS_DENIED", "the path is not well-formed Unicode");
   const path = kept.join("/");
   const refusal = policy.refusal(kept);
   if (refusal) throw new ServerFsError(refusal, `${alias}:${path} ${REFUSAL_PHRASE[refusal]}`);
