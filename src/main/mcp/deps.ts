@@ -2,6 +2,7 @@
 import type { AuditLog } from "../../shared/audit.ts";
 import type { Config } from "../../shared/config/load.ts";
 import { ServerFsError } from "../../shared/errors.ts";
+import type { AuditFields } from "../../shared/audit.ts";
 import type { Workspace, Workspaces } from "../../shared/workspace.ts";
 
 export interface McpDeps {
@@ -14,4 +15,23 @@ export function requireWorkspace(deps: McpDeps, alias: string): Workspace {
   const ws = deps.workspaces.get(alias);
   if (!ws) throw new ServerFsError("WORKDIR_NOT_FOUND", "no workdir has this alias; call list_workdirs");
   return ws;
+}
+
+export interface ReadTarget {
+  ws: Workspace;
+  path: string;
+  segments: string[];
+  /** `alias:path`, the prefix of this target's messages. */
+  where: string;
+}
+
+/**
+ * The read side's first three checks (mcp-surface.md §5): the workdir, then confinement; the
+ * normalized path enters the audit record only once confinement succeeded.
+ */
+export function readTarget(deps: McpDeps, audit: AuditFields, workdir: string, rawPath: string): ReadTarget {
+  const ws = requireWorkspace(deps, workdir);
+  const { path, segments } = ws.confine(rawPath);
+  audit["path"] = path;
+  return { ws, path, segments, where: ws.where(path) };
 }

@@ -6,7 +6,7 @@
 import * as v from "valibot";
 import { closeQuietly, openDirPath } from "../../../shared/fs/dir-handle.ts";
 import { globMatcher } from "../../../shared/path/glob.ts";
-import { type McpDeps, requireWorkspace } from "../deps.ts";
+import { type McpDeps, readTarget } from "../deps.ts";
 import { Pacer } from "../fs/pacer.ts";
 import { walkFiles, type WalkStats } from "../fs/walk.ts";
 import { defineTool, intParam, READ_ONLY } from "../tool.ts";
@@ -34,10 +34,7 @@ export const findFiles = (deps: McpDeps) => {
     output: Output,
     unexpected: "READ_FAILED",
     async run(args, call) {
-      const ws = requireWorkspace(deps, args.workdir);
-      const { path, segments } = ws.confine(args.path);
-      call.audit["path"] = path;
-      const where = ws.where(path);
+      const { ws, path, segments, where } = readTarget(deps, call.audit, args.workdir, args.path);
       const limit = Math.min(args.limit, max_search_results);
       const matches = globMatcher(args.pattern, { crossSlash: false });
       const pacer = new Pacer({ signal: call.signal });

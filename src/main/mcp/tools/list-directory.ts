@@ -8,7 +8,7 @@ import { lstatAt, withDir } from "../../../shared/fs/dir-handle.ts";
 import { osCode, osError } from "../../../shared/fs/os-errors.ts";
 import { entryType, modifiedAt, sizeOf } from "../../../shared/fs/stat.ts";
 import type { PathPolicy } from "../../../shared/path/policy.ts";
-import { type McpDeps, requireWorkspace } from "../deps.ts";
+import { type McpDeps, readTarget } from "../deps.ts";
 import { childPath, readDirEntries } from "../fs/dir-entries.ts";
 import { defineTool, intParam, READ_ONLY } from "../tool.ts";
 
@@ -91,10 +91,7 @@ export const listDirectory = (deps: McpDeps) => {
     output: Output,
     unexpected: "READ_FAILED",
     run(args, call) {
-      const ws = requireWorkspace(deps, args.workdir);
-      const { path, segments } = ws.confine(args.path);
-      call.audit["path"] = path;
-      const where = ws.where(path);
+      const { ws, path, segments, where } = readTarget(deps, call.audit, args.workdir, args.path);
       const limit = Math.min(args.limit, max_list_entries);
       const page = withDir(ws.realRoot, segments, { where, side: "read" }, (fd) =>
         listPage(fd, path, ws.pathPolicy, args.offset, limit, where),

@@ -7,7 +7,7 @@
 import * as v from "valibot";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { closeQuietly, openDirPath } from "../../../shared/fs/dir-handle.ts";
-import { type McpDeps, requireWorkspace } from "../deps.ts";
+import { type McpDeps, readTarget } from "../deps.ts";
 import { LiteralSearch } from "../fs/literal-search.ts";
 import { Pacer } from "../fs/pacer.ts";
 import { SearchFileReader } from "../fs/search-file-reader.ts";
@@ -46,10 +46,7 @@ export const searchText = (deps: McpDeps) => {
     unexpected: "SEARCH_FAILED",
     async run(args, call) {
       const started = performance.now();
-      const ws = requireWorkspace(deps, args.workdir);
-      const { path, segments } = ws.confine(args.path);
-      call.audit["path"] = path;
-      const where = ws.where(path);
+      const { ws, path, segments, where } = readTarget(deps, call.audit, args.workdir, args.path);
       const limit = Math.min(args.limit, max_search_results);
       const glob = searchGlob(args.glob);
       const search = new LiteralSearch(args.query, args.case_sensitive);

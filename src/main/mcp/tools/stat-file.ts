@@ -5,7 +5,7 @@ import { mimeTypeFor } from "../../../shared/fs/mime.ts";
 import { osError } from "../../../shared/fs/os-errors.ts";
 import { entryType, modifiedAt, revisionOf, sizeOf } from "../../../shared/fs/stat.ts";
 import { fstatSync } from "node:fs";
-import { type McpDeps, requireWorkspace } from "../deps.ts";
+import { type McpDeps, readTarget } from "../deps.ts";
 import { defineTool, READ_ONLY } from "../tool.ts";
 
 const Output = v.strictObject({
@@ -28,10 +28,7 @@ export const statFile = (deps: McpDeps) =>
     output: Output,
     unexpected: "READ_FAILED",
     run(args, call) {
-      const ws = requireWorkspace(deps, args.workdir);
-      const { path, segments } = ws.confine(args.path);
-      call.audit["path"] = path;
-      const where = ws.where(path);
+      const { ws, path, segments, where } = readTarget(deps, call.audit, args.workdir, args.path);
       let st: ReturnType<typeof fstatSync>;
       if (segments.length === 0) {
         const fd = openRoot(ws.realRoot, where, "read");
