@@ -5,6 +5,7 @@
  * protocol (mcp) or for the command's own output.
  */
 import { ConfigError } from "../shared/config/load.ts";
+import { isServerFsError } from "../shared/errors.ts";
 
 export class UsageError extends Error {}
 
@@ -38,8 +39,11 @@ const USAGE = `usage: serverfs <command> [options]
   bridge [--config F]                   the Agent Bridge daemon
   demo                                  a scripted, self-contained tour
   doctor [--config F]                   check the installation
-  tasks list|show|events|tail [--json]  operator view of the Bridge's tasks
-  recovery list | clear --slot N --confirm`;
+  tasks list [--status S] [--limit N]   the Bridge's tasks, newest first (tasks: --json, --config F)
+  tasks show ID | events ID [--after N] one task / its events
+  tasks tail ID                         follow a task's events live until it ends
+  recovery list                         the active-slot guards and their verdicts (--json)
+  recovery clear --slot N --confirm     the operator override for one guard`;
 
 function flagString(args: ParsedArgs, name: string): string | undefined {
   const v = args.flags.get(name);
@@ -74,6 +78,18 @@ async function main(argv: string[]): Promise<number> {
       await runFakeProvider();
       return 0;
     }
+    case "tasks": {
+      const { runTasks } = await import("./operator/tasks.ts");
+      return runTasks(args, configPath);
+    }
+    case "doctor": {
+      const { runDoctor } = await import("./operator/doctor.ts");
+      return runDoctor(configPath);
+    }
+    case "recovery": {
+      const { runRecovery } = await import("./operator/recovery.ts");
+      return runRecovery(args, configPath);
+    }
     case "demo": {
       const { runDemo } = await import("./demo/run.ts");
       return runDemo();
@@ -102,7 +118,8 @@ if (import.meta.main) {
         process.stderr.write(`serverfs: usage error: ${e.message}\n${USAGE}\n`);
         process.exit(2);
       }
-      process.stderr.write(`serverfs: ${e instanceof Error ? e.message : String(e)}\n`);
+      // a coded failure (e.g. BRIDGE_ALREADY_RUNNING at Bridge startup) keeps its code
+      process.stderr.write(`serverfs: ${isServerFsError(e) ? e.toText() : e instanceof Error ? e.message : String(e)}\n`);
       process.exit(1);
     },
   );

@@ -1,10 +1,13 @@
 /**
- * The maintenance worker (bridge.md §1): every `maintenance_interval_seconds` it runs retention GC
- * and the deadline and interaction-expiry sweeps — the backstop behind the task service's own
- * timers. It deletes GC'd rows and spool files itself; anything that touches a provider, a lease or
- * a guard it hands to the task service through the proxied host, which acts.
+ * The maintenance worker (bridge.md §1): every `maintenance_interval_seconds` it runs retention GC,
+ * the deadline and interaction-expiry sweeps — the backstop behind the task service's own timers —
+ * and the periodic reconciliation sweep (§12.3). It deletes GC'd rows and spool files itself;
+ * anything that touches a provider, a lease or a guard it hands to the task service through the
+ * proxied host, which acts.
  */
 import { exposeApi } from "../shared/comlink-worker.ts";
+import { guardedSlots, readGuard } from "../shared/leases/guard-files.ts";
+import { checkVerdict, evidenceOfGuard, evidenceOfTask, type SweepFinding } from "../shared/leases/reconcile-verdict.ts";
 import { collectGarbage, type GcResult } from "../shared/retention.ts";
 import { Store } from "../shared/store/index.ts";
 import { nowIso } from "../shared/time.ts";
@@ -14,6 +17,10 @@ export interface MaintenanceHost {
   deadlinesPassed(taskIds: string[]): void;
   /** Pending requests whose `expires_at` has been reached. */
   requestsExpired(requests: { taskId: string; requestId: string }[]): void;
+  /** The tasks with a live runner in the Bridge; the reconciliation sweep leaves those to it. */
+  liveTaskIds(): string[] | Promise<string[]>;
+  /** Proven-gone providers of guards and runner-less active tasks, for the task service to act on. */
+  providersGone(findings: SweepFinding[]): void;
 }
 
 export interface MaintenanceSettings {
@@ -27,22 +34,64 @@ let store: Store | null = null;
 let settings: MaintenanceSettings | null = null;
 let timer: ReturnType<typeof setInterval> | null = null;
 let host: MaintenanceHost | null = null;
+let passRunning = false;
 
 function gc(): GcResult {
   if (!store || !settings) return { deleted: 0, skipped: 0 };
   return collectGarbage({ store, stateDir: settings.stateDir, lockDir: settings.lockDir, retentionHours: settings.retentionHours });
 }
 
-function sweep(): void {
-  if (!store || !host) return;
+function sweepTimers(db: Store, h: MaintenanceHost): void {
   const now = nowIso();
-  const late = store
+  const late = db
     .listActive()
     .filter((t) => t.deadline_at !== null && t.deadline_at <= now)
     .map((t) => t.task_id);
-  if (late.length > 0) host.deadlinesPassed(late);
-  const expired = store.listExpiredPending(now).map((r) => ({ taskId: r.task_id, requestId: r.request_id }));
-  if (expired.length > 0) host.requestsExpired(expired);
+  if (late.length > 0) h.deadlinesPassed(late);
+  const expired = db.listExpiredPending(now).map((r) => ({ taskId: r.task_id, requestId: r.request_id }));
+  if (expired.length > 0) h.requestsExpired(expired);
+}
+
+/**
+ * §12.3 periodic: every guard and every active task without a live runner gets the group check (no
+ * signals). Only gone verdicts change anything, so only those are handed over; an invalid guard,
+ * an alive or an uncheckable provider stays as it is.
+ */
+async function sweepProviders(db: Store, lockDir: string, h: MaintenanceHost): Promise<void> {
+  const live = new Set(await h.liveTaskIds());
+  const findings: SweepFinding[] = [];
+  const guarded = new Set<string>();
+  for (const slot of guardedSlots(lockDir)) {
+    const read = readGuard(lockDir, slot);
+    if (read.kind !== "valid") continue;
+    const g = read.guard;
+    guarded.add(g.task_id);
+    if (live.has(g.task_id)) continue;
+    const row = db.getTask(g.task_id);
+    const verdict = checkVerdict(row ? evidenceOfTask(row) : evidenceOfGuard(g));
+    if (verdict.providerActive === false) findings.push({ slot, taskId: g.task_id, verdict });
+  }
+  for (const task of db.listActive()) {
+    if (live.has(task.task_id) || guarded.has(task.task_id)) continue;
+    const verdict = checkVerdict(evidenceOfTask(task));
+    if (verdict.providerActive === false) findings.push({ slot: null, taskId: task.task_id, verdict });
+  }
+  if (findings.length > 0) h.providersGone(findings);
+}
+
+/** One maintenance pass; a pass still running when the next is due makes that one skip. */
+async function pass(): Promise<void> {
+  if (passRunning || !store || !settings || !host) return;
+  passRunning = true;
+  try {
+    gc();
+    sweepTimers(store, host);
+    await sweepProviders(store, settings.lockDir, host);
+  } catch {
+    // a failed pass is retried at the next interval; the task service's timers still run
+  } finally {
+    passRunning = false;
+  }
 }
 
 const api = {
@@ -53,19 +102,13 @@ const api = {
   /** Starts the periodic pass; the host receives what the sweeps find. */
   start(h: MaintenanceHost): void {
     host = h;
-    timer = setInterval(() => {
-      try {
-        gc();
-        sweep();
-      } catch {
-        // a failed pass is retried at the next interval; the task service's timers still run
-      }
-    }, settings!.intervalSeconds * 1000);
+    timer = setInterval(() => void pass(), settings!.intervalSeconds * 1000);
   },
   gc,
   stop(): void {
     if (timer) clearInterval(timer);
     timer = null;
+    host = null;
     store?.close();
     store = null;
   },

@@ -1,103 +1,109 @@
 /**
- * Restart reconciliation (bridge.md §12.2): before the socket opens, every task a crashed Bridge
- * left active is decided from evidence — the recorded process group, its leader's start time and
- * the provider mark — never re-run. Only a proven-gone provider (`provider_active = false`) clears a
- * guard; alive or unknown keeps it, so the slot stays fail-closed.
+ * Reconciliation (bridge.md §12) on the Bridge's main thread, the only thread that writes guards.
+ * Every task a crashed Bridge left active, and every guard nobody is running, is decided from
+ * evidence (`reconcile-verdict.ts`) — never re-run. Only a proven-gone provider
+ * (`provider_active = false`) clears a guard; alive or unknown keeps it, so the slot stays
+ * fail-closed.
+ *
+ * Offers:
+ * - `reconcileAtStartup(scope)`: §12.2, before the socket opens — rows T1–T6 for every active task
+ *   (with the `runtime.reconcile_*` pair, orphans terminated when `terminateOrphans`), then G1–G3 for
+ *   every other guard.
+ * - `reconcileSlotLazily(scope, slot)`: §12.3 at write submit; true when the slot has no guard left.
+ * - `settleFinding(scope, finding)`: §12.3 periodic; acts on one gone verdict of the maintenance sweep.
+ * Lazy and periodic send no signals and append only `task.reconciled` (+ `task.interrupted`).
  */
 import type { AuditLog } from "../../shared/audit.ts";
-import { guardedSlots, readGuard, removeGuard } from "../../shared/leases/guard-files.ts";
-import { checkProcessGroup, terminateProcessGroup } from "../../shared/process-group.ts";
-import type { Store, TaskRow } from "../../shared/store/index.ts";
+import { type Guard, guardedSlots, readGuard, removeGuard } from "../../shared/leases/guard-files.ts";
+import {
+  checkVerdict,
+  type Evidence,
+  evidenceOfGuard,
+  evidenceOfTask,
+  goneVerdict,
+  type SweepFinding,
+  type Verdict,
+} from "../../shared/leases/reconcile-verdict.ts";
+import { auditRecovery, type RecoverySubject } from "../../shared/leases/recovery-audit.ts";
+import { terminateProcessGroup } from "../../shared/process-group.ts";
+import { isTerminal, type Store, type TaskRow } from "../../shared/store/index.ts";
 import { nowIso } from "../../shared/time.ts";
 
-export type Classification = "REATTACHED" | "SESSION_RESUMABLE" | "NOT_RECOVERABLE" | "UNKNOWN";
-
-export interface Verdict {
-  status: Classification;
-  providerActive: boolean | null;
-}
-
-export interface ReconcileScope {
+export interface RecoveryScope {
   store: Store;
   lockDir: string;
   audit: AuditLog;
+}
+
+export interface StartupScope extends RecoveryScope {
   terminateOrphans: boolean;
 }
 
-interface Evidence {
-  pgid: number | null;
-  startTime: number | null;
-  mark: string | null;
-  nativeSessionId: string | null;
-  neverSpawned: boolean;
+export interface QuietScope extends RecoveryScope {
+  /** The task has a live runner in this Bridge (its runner owns it, §12.3). */
+  isLive(taskId: string): boolean;
 }
 
-const evidenceOf = (t: TaskRow): Evidence => ({
-  pgid: t.provider_pgid,
-  startTime: t.provider_start_time,
-  mark: t.provider_mark,
-  nativeSessionId: t.native_session_id,
-  neverSpawned: t.status === "queued",
+const subjectOf = (slot: number | null, t: { task_id: string; correlation_id: string | null }): RecoverySubject => ({
+  slot,
+  taskId: t.task_id,
+  correlationId: t.correlation_id,
 });
 
-const gone = (e: Evidence): Verdict => ({ status: e.nativeSessionId ? "SESSION_RESUMABLE" : "NOT_RECOVERABLE", providerActive: false });
+const guardSubject = (g: Guard): RecoverySubject => ({ slot: g.slot, taskId: g.task_id, correlationId: g.correlation_id });
 
-/** Rows T1–T6: the verdict for one recorded provider, terminating an orphan when allowed. */
-async function decide(e: Evidence, scope: ReconcileScope, audit: (fields: Record<string, unknown>) => void): Promise<Verdict> {
-  if (e.neverSpawned) return gone(e);
-  const check = checkProcessGroup(e.pgid, e.startTime, e.mark);
-  if (check === "cannot_check") return { status: "UNKNOWN", providerActive: null };
-  if (check === "gone") return gone(e);
-  if (!scope.terminateOrphans) return { status: "UNKNOWN", providerActive: true };
+/** Rows T2–T5 at startup: an orphan that outlived the crashed Bridge is terminated when allowed. */
+async function decideAtStartup(e: Evidence, scope: StartupScope, subject: RecoverySubject): Promise<Verdict> {
+  const checked = checkVerdict(e);
+  if (checked.providerActive !== true || !scope.terminateOrphans) return checked;
   const { proven } = await terminateProcessGroup(e.pgid, e.startTime, e.mark);
-  audit({ event: "recovery.orphan_terminated", status: proven ? "gone" : "alive", provider_active: !proven });
-  return proven ? gone(e) : { status: "UNKNOWN", providerActive: true };
+  const verdict: Verdict = proven ? goneVerdict(e) : { status: "UNKNOWN", providerActive: true };
+  auditRecovery(scope.audit, "recovery.orphan_terminated", subject, verdict);
+  return verdict;
 }
 
-function auditLine(scope: ReconcileScope, slot: number | null, taskId: string | null, correlationId: string | null) {
-  return (fields: Record<string, unknown>) =>
-    scope.audit.info(String(fields["event"]), {
-      schema_version: 1,
-      slot,
-      task_id: taskId,
-      correlation_id: correlationId,
-      status: fields["status"] as string,
-      provider_active: fields["provider_active"] as boolean | null,
-      at: nowIso(),
-    });
-}
-
-function clearGuard(scope: ReconcileScope, slot: number, taskId: string, correlationId: string | null): void {
-  if (removeGuard(scope.lockDir, slot, taskId)) {
-    auditLine(scope, slot, taskId, correlationId)({ event: "recovery.guard_removed", status: "cleared", provider_active: false });
+/** The guard column: removed only for a proven-gone provider, and only the guard naming this task. */
+function applyGuard(scope: RecoveryScope, subject: RecoverySubject, verdict: Verdict): boolean {
+  if (subject.slot === null || subject.taskId === null) return false;
+  const read = readGuard(scope.lockDir, subject.slot);
+  if (read.kind !== "valid" || read.guard.task_id !== subject.taskId) return false;
+  if (verdict.providerActive !== false) {
+    auditRecovery(scope.audit, "recovery.guard_kept", subject, verdict);
+    return false;
   }
+  if (!removeGuard(scope.lockDir, subject.slot, subject.taskId)) return false;
+  auditRecovery(scope.audit, "recovery.guard_removed", subject, verdict);
+  return true;
 }
 
-/** §12.2 at startup: every active task, then every guard not handled that way (G1–G3). */
-export async function reconcileAtStartup(scope: ReconcileScope): Promise<void> {
-  const { store } = scope;
+const failureFields = (e: unknown) => ({ error_type: e instanceof Error ? e.name : typeof e });
+
+/** §12.2 at startup: every active task (by created_at), then every guard not handled that way. */
+export async function reconcileAtStartup(scope: StartupScope): Promise<void> {
   const handled = new Set<string>();
-  for (const task of store.listActive()) {
+  for (const task of scope.store.listActive()) {
     handled.add(task.task_id);
     try {
       await reconcileActiveTask(scope, task);
     } catch (e) {
-      scope.audit.error("reconcile_failed", { task_id: task.task_id, error_type: e instanceof Error ? e.name : typeof e });
+      scope.audit.error("reconcile_failed", { task_id: task.task_id, ...failureFields(e) });
     }
   }
   for (const slot of guardedSlots(scope.lockDir)) {
     try {
-      await reconcileGuard(scope, slot, handled);
+      await reconcileGuardAlone(scope, slot, handled);
     } catch (e) {
-      scope.audit.error("reconcile_failed", { slot, error_type: e instanceof Error ? e.name : typeof e });
+      scope.audit.error("reconcile_failed", { slot, ...failureFields(e) });
     }
   }
 }
 
-async function reconcileActiveTask(scope: ReconcileScope, task: TaskRow): Promise<void> {
+async function reconcileActiveTask(scope: StartupScope, task: TaskRow): Promise<void> {
   const { store } = scope;
-  store.appendEvents(task.task_id, [{ type: "runtime.reconcile_started", payload: { runtime: task.runtime } }], { allowTerminal: true });
-  const verdict = await decide(evidenceOf(task), scope, auditLine(scope, task.workdir_slot, task.task_id, task.correlation_id));
+  const slot = task.profile === "workspace-write" ? task.workdir_slot : null;
+  const subject = subjectOf(slot, task);
+  store.appendEvents(task.task_id, [{ type: "runtime.reconcile_started", payload: { runtime: task.runtime } }]);
+  const verdict = await decideAtStartup(evidenceOfTask(task), scope, subject);
   const code = task.deadline_at !== null && task.deadline_at <= nowIso() ? "AGENT_TASK_TIMED_OUT" : "BRIDGE_RESTARTED";
   store.appendEvents(
     task.task_id,
@@ -111,34 +117,80 @@ async function reconcileActiveTask(scope: ReconcileScope, task: TaskRow): Promis
       { type: "task.interrupted", payload: { error_code: code } },
     ],
   });
-  if (verdict.providerActive === false && task.profile === "workspace-write") {
-    clearGuard(scope, task.workdir_slot, task.task_id, task.correlation_id);
-  }
+  applyGuard(scope, subject, verdict);
 }
 
-/** G1 (terminal task), G2 (row missing), G3 (invalid guard). */
-async function reconcileGuard(scope: ReconcileScope, slot: number, handled: Set<string>): Promise<void> {
+/** G1 (terminal task: T2–T6 on its group, task unchanged), G2 (row missing: the guard's fields), G3 (invalid: kept). */
+async function reconcileGuardAlone(scope: StartupScope, slot: number, handled: Set<string>): Promise<void> {
   const read = readGuard(scope.lockDir, slot);
-  if (read.kind !== "valid") {
-    if (read.kind === "invalid") auditLine(scope, slot, null, null)({ event: "recovery.guard_invalid", status: "UNKNOWN", provider_active: null });
+  if (read.kind === "absent") return;
+  if (read.kind === "invalid") {
+    auditRecovery(scope.audit, "recovery.guard_kept", { slot, taskId: null, correlationId: null }, { status: "UNKNOWN", providerActive: null });
     return;
   }
   const g = read.guard;
   if (handled.has(g.task_id)) return;
   const row = scope.store.getTask(g.task_id);
-  const evidence: Evidence = row
-    ? { ...evidenceOf(row), neverSpawned: false }
-    : { pgid: g.provider_pgid, startTime: g.provider_start_time, mark: g.provider_mark, nativeSessionId: g.native_session_id, neverSpawned: false };
-  const audit = auditLine(scope, slot, g.task_id, g.correlation_id);
-  const verdict = await decide(evidence, scope, audit);
+  const subject = guardSubject(g);
+  const verdict = await decideAtStartup(row ? evidenceOfTask(row) : evidenceOfGuard(g), scope, subject);
   if (row) {
-    scope.store.appendEvents(
-      g.task_id,
-      [{ type: "task.reconciled", payload: { status: verdict.status, provider_active: verdict.providerActive } }],
-      { allowTerminal: true },
-    );
-  } else {
-    audit({ event: "recovery.guard_without_task", status: verdict.status, provider_active: verdict.providerActive });
+    scope.store.appendEvents(g.task_id, [{ type: "task.reconciled", payload: { status: verdict.status, provider_active: verdict.providerActive } }], {
+      allowTerminal: true,
+    });
   }
-  if (verdict.providerActive === false) clearGuard(scope, slot, g.task_id, g.correlation_id);
+  applyGuard(scope, subject, verdict);
+}
+
+/**
+ * The §12.3 table for a gone verdict: an active task is interrupted with AGENT_PROVIDER_INACTIVE; a
+ * guard naming the task is removed, and a terminal task is told so only when that removal happened.
+ * A missing row leaves only the audit line.
+ */
+function settleGone(scope: RecoveryScope, slot: number | null, taskId: string, fallback: RecoverySubject, verdict: Verdict): void {
+  const row = scope.store.getTask(taskId);
+  const subject = row ? subjectOf(slot, row) : fallback;
+  let interrupted = false;
+  if (row && !isTerminal(row.status)) {
+    const moved = scope.store.transition(taskId, "interrupted", {
+      error: { code: "AGENT_PROVIDER_INACTIVE", message: "the task's provider is no longer running" },
+      events: [
+        { type: "task.reconciled", payload: { status: verdict.status, provider_active: false, error_code: "AGENT_PROVIDER_INACTIVE" } },
+        { type: "task.interrupted", payload: { error_code: "AGENT_PROVIDER_INACTIVE" } },
+      ],
+    });
+    interrupted = moved !== null;
+  }
+  if (!applyGuard(scope, subject, verdict) || !row || interrupted) return;
+  scope.store.appendEvents(taskId, [{ type: "task.reconciled", payload: { status: verdict.status, provider_active: false } }], { allowTerminal: true });
+}
+
+/** §12.3 lazy, for a write submit on `slot`: true when no guard is left (cleared on proof, or none). */
+export function reconcileSlotLazily(scope: RecoveryScope, slot: number): boolean {
+  const read = readGuard(scope.lockDir, slot);
+  if (read.kind === "absent") return true;
+  if (read.kind === "invalid") return false;
+  const g = read.guard;
+  const row = scope.store.getTask(g.task_id);
+  const verdict = checkVerdict(row ? evidenceOfTask(row) : evidenceOfGuard(g));
+  if (verdict.providerActive !== false) return false;
+  settleGone(scope, slot, g.task_id, guardSubject(g), verdict);
+  return readGuard(scope.lockDir, slot).kind === "absent";
+}
+
+/**
+ * §12.3 periodic: the maintenance worker decided `finding` from a snapshot; this re-checks on the
+ * main thread that it still holds — no live runner took the task, and a guard finding's guard still
+ * names it — before acting. A proven-gone provider never comes back, so the verdict itself stays true.
+ */
+export function settleFinding(scope: QuietScope, finding: SweepFinding): void {
+  if (finding.verdict.providerActive !== false || scope.isLive(finding.taskId)) return;
+  if (finding.slot === null) {
+    const row = scope.store.getTask(finding.taskId);
+    if (!row || isTerminal(row.status)) return;
+    settleGone(scope, null, finding.taskId, subjectOf(null, row), finding.verdict);
+    return;
+  }
+  const read = readGuard(scope.lockDir, finding.slot);
+  if (read.kind !== "valid" || read.guard.task_id !== finding.taskId) return;
+  settleGone(scope, finding.slot, finding.taskId, guardSubject(read.guard), finding.verdict);
 }

@@ -20,5 +20,7 @@ export function bridgeHandlers(service: TaskService): Record<string, Handler> {
     "task.message.send": (p) => service.sendMessage(p as never),
     "task.cancel": (p) => service.cancel(p["task_id"] as string),
     "task.list": (p) => service.list(p as never),
+    "recovery.list": () => service.recoveryList(),
+    "recovery.clear": (p) => service.recoveryClear(p as never),
   };
 }

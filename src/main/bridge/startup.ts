@@ -10,6 +10,7 @@ import { type StartedWorker, startWorker } from "../../shared/comlink-worker.ts"
 import { type Config, groupSharing, loadConfig } from "../../shared/config/load.ts";
 import { ServerFsError } from "../../shared/errors.ts";
 import { removeLeftoverGuardTemps } from "../../shared/leases/guard-files.ts";
+import type { SweepFinding } from "../../shared/leases/reconcile-verdict.ts";
 import { ensurePrivateDir, prepareLockDir } from "../../shared/leases/lock-files.ts";
 import { collectGarbage } from "../../shared/retention.ts";
 import { ensureResultsDir, removeLeftoverTemps } from "../../shared/spool.ts";
@@ -48,7 +49,10 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
   const workers: StartedWorker<object>[] = [];
   let store: Store | null = null;
   try {
-    store = Store.open(stateDir, { migrate: true });
+    store = Store.open(stateDir, {
+      migrate: true,
+      onEventDropped: (taskId, code) => audit.warn("service_event_dropped", { task_id: taskId, error_code: code }),
+    });
     prepareLockDir(lockDir, sharingGid);
     removeLeftoverGuardTemps(lockDir, instance.acquiredAtMs);
     ensureResultsDir(stateDir);
@@ -86,6 +90,8 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
         requestsExpired: (list: { taskId: string; requestId: string }[]) => {
           for (const r of list) service.onExpiry(r.taskId, r.requestId);
         },
+        liveTaskIds: () => service.liveTaskIds(),
+        providersGone: (findings: SweepFinding[]) => service.providersGone(findings),
       }),
     );
 
@@ -102,9 +108,9 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
     let stopping: Promise<void> | null = null;
     const stop = () => {
       stopping ??= (async () => {
-        const bounded = service.shutdown();
+        // §14 step 1 first: nothing new is accepted while providers are being stopped
         await rpc.close();
-        await Promise.race([bounded, Bun.sleep(15_000)]);
+        await service.shutdown();
         await maintenance.remote.stop().catch(() => undefined);
         await provider.remote.shutdown().catch(() => undefined);
         for (const w of workers) w.terminate();

@@ -16,6 +16,7 @@ import {
   readdirSync,
   readFileSync,
   renameSync,
+  rmdirSync,
   unlinkSync,
   writeSync,
 } from "node:fs";
@@ -147,16 +148,26 @@ export function updateGuard(lockDir: string, slot: number, taskId: string, patch
   return true;
 }
 
-/** Removes the guard only when it names `taskId` (or, for the operator override, whatever is there). */
+/**
+ * Removes the guard only when it names `taskId`, or, for the operator override (`taskId` null),
+ * whatever entry is there: unlink never follows a symlink, and an empty directory is removed too.
+ */
 export function removeGuard(lockDir: string, slot: number, taskId: string | null): boolean {
   if (taskId !== null) {
     const current = readGuard(lockDir, slot);
     if (current.kind !== "valid" || current.guard.task_id !== taskId) return false;
   }
+  const p = guardPath(lockDir, slot);
   try {
-    unlinkSync(guardPath(lockDir, slot));
-  } catch {
-    return false;
+    unlinkSync(p);
+  } catch (e) {
+    const code = (e as { code?: string }).code;
+    if (taskId !== null || (code !== "EISDIR" && code !== "EPERM")) return false;
+    try {
+      rmdirSync(p);
+    } catch {
+      return false;
+    }
   }
   fsyncDir(activeDir(lockDir));
   return true;
