@@ -35,14 +35,19 @@ export function collectGarbage(scope: GcScope): GcResult {
   for (;;) {
     const batch = scope.store.gcCandidates(cutoff, BATCH + skippedIds.size).filter((t) => !skippedIds.has(t.task_id));
     if (batch.length === 0) return result;
+    const removable: string[] = [];
     for (const task of batch) {
       if (guarded.has(task.task_id) || !removeSpool(scope.stateDir, task.task_id)) {
         skippedIds.add(task.task_id);
         result.skipped++;
         continue;
       }
-      if (scope.store.deleteTask(task.task_id)) result.deleted++;
-      else skippedIds.add(task.task_id);
+      removable.push(task.task_id);
     }
+    // the rows of a batch go in one transaction; a crash before its commit leaves rows whose spool
+    // files are already gone, which the next pass deletes like any other
+    const deleted = new Set(scope.store.deleteTasks(removable));
+    result.deleted += deleted.size;
+    for (const id of removable) if (!deleted.has(id)) skippedIds.add(id);
   }
 }

@@ -71,7 +71,6 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
     DEFAULT_BATCHING,
   );
 
-  let running = false;
   const ctx: RunContext = {
     taskId: spec.taskId,
     cwd: spec.cwd,
@@ -102,16 +101,15 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
         nativeTurnId: n.turnId ?? null,
       });
       await host.recorded(spec.taskId, n);
-      // The group and start time are durable in the row and the guard: the provider may now get its
-      // input, and the task is running (bridge.md §5.4 steps 3–4).
-      if (!running && n.pgid !== undefined) {
-        running = true;
-        batcher.flush();
-        transition(store(), spec.taskId, "running", {
-          events: [{ type: "task.started", payload: { runtime: spec.runtime } }],
-        });
-        host.eventsCommitted(spec.taskId);
-      }
+    },
+    // Not at the group's record: only once the provider passed its handshake and has its input is
+    // the task running (bridge.md §5.4 steps 3–4), so a running task always takes steering.
+    started: () => {
+      batcher.flush();
+      transition(store(), spec.taskId, "running", {
+        events: [{ type: "task.started", payload: { runtime: spec.runtime } }],
+      });
+      host.eventsCommitted(spec.taskId);
     },
   };
 

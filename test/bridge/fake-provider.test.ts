@@ -105,6 +105,9 @@ function run(prompt: string, o: RunOptions = {}): Recorded {
     abandonInteraction() {
       rec.order.push("abandon");
     },
+    started() {
+      // the provider worker's cue to move the task to running; nothing to record here
+    },
     async recordNative(facts) {
       rec.order.push("native");
       rec.natives.push(facts);

@@ -154,3 +154,36 @@ export async function waitForTask(socketPath: string, taskId: string, until: (t:
 
 export const TERMINAL = new Set(["succeeded", "failed", "cancelled", "interrupted"]);
 export const isTerminalTask = (t: Record<string, unknown>) => TERMINAL.has(String(t["status"]));
+
+/** `task.submit` for the fake runtime on "repo" as a `review` task (no lease), unless `params` says otherwise. */
+export function submitTask(socketPath: string, params: Record<string, unknown>): Promise<RpcResponse> {
+  return rpc(socketPath, "task.submit", { runtime: "fake", workdir: "repo", path: "", profile: "review", ...params });
+}
+
+/** The error code of a failed response (undefined for a success). */
+export const codeOf = (r: RpcResponse): string | undefined => r.error?.code;
+
+export interface EventEnvelope {
+  schema_version: number;
+  event_id: number;
+  task_id: string;
+  correlation_id: string | null;
+  event_type: string;
+  payload: Record<string, unknown>;
+  created_at: string;
+}
+
+/** Every event of a task, read page by page with the exclusive cursor. */
+export async function allEvents(socketPath: string, taskId: string): Promise<EventEnvelope[]> {
+  const out: EventEnvelope[] = [];
+  for (let after = 0; ; ) {
+    const page = await call<{ events: EventEnvelope[]; next_after_event_id: number }>(socketPath, "task.events", {
+      task_id: taskId,
+      after_event_id: after,
+      limit: 500,
+    });
+    if (page.events.length === 0) return out;
+    out.push(...page.events);
+    after = page.next_after_event_id;
+  }
+}

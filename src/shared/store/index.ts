@@ -3,7 +3,8 @@
  * `Store` (its own connection to the one WAL file); only the main thread opens with `migrate: true`.
  * No globals: two stores in one thread are independent connections.
  *
- * `Store.open(stateDir, { migrate })` — §16.1 safety checks and pragmas, STATE_DIR_UNSAFE on violation.
+ * `Store.open(stateDir, { migrate, onEventDropped })` — §16.1 safety checks and pragmas, STATE_DIR_UNSAFE
+ * on violation; `onEventDropped` hears of every service event a limit dropped (§4.2).
  *
  * Tasks (§3, §5):
  * - `insertTask(row, maxActive)` → `{kind: "inserted", task}` | `{kind: "idempotency_key_taken", existing}`;
@@ -34,7 +35,8 @@
  *   "withdrawn" | "expired")` → change or null when the CAS lost; `listExpiredPending(nowIso)`.
  *
  * Retention (§8.3): `gcCandidates(cutoffIso, limit)` (terminal, completed_at < cutoff, oldest first),
- * `deleteTask(id)` → false for an active or unknown task (events and requests cascade).
+ * `deleteTask(id)` → false for an active or unknown task (events and requests cascade);
+ * `deleteTasks(ids)` → the ids deleted, one transaction for the whole batch.
  */
 import type { Database } from "bun:sqlite";
 import * as events from "./events.ts";
@@ -71,11 +73,28 @@ export {
 } from "./tasks.ts";
 export { MAX_EVENT_PAGE } from "./events.ts";
 
-export class Store {
-  private constructor(private readonly db: Database) {}
+export interface StoreOptions extends OpenOptions {
+  /**
+   * Told about each service event a limit dropped: §4.2 wants it dropped *and logged*, while the
+   * state change it reports still commits. The store has no log of its own, so its owner logs.
+   */
+  onEventDropped?: (taskId: string, code: events.EventLimitCode) => void;
+}
 
-  static open(stateDir: string, opts: OpenOptions = {}): Store {
-    return new Store(openDatabase(stateDir, opts));
+export class Store {
+  private constructor(
+    private readonly db: Database,
+    private readonly onEventDropped: StoreOptions["onEventDropped"],
+  ) {}
+
+  static open(stateDir: string, opts: StoreOptions = {}): Store {
+    return new Store(openDatabase(stateDir, opts), opts.onEventDropped);
+  }
+
+  /** Passes a service write's change through, reporting a limit-dropped event. */
+  private reported<T extends { events: events.AppendResult } | null>(taskId: string, change: T): T {
+    if (change?.events.broke) this.onEventDropped?.(taskId, change.events.broke);
+    return change;
   }
 
   close(): void {
@@ -90,11 +109,17 @@ export class Store {
   getTask(taskId: string): TaskRow | null {
     return tasks.getTask(this.db, taskId);
   }
-  /** The §3.1 object with its pending request, read in one snapshot. */
+  /**
+   * The §3.1 object with its pending request, read in one snapshot. A single SELECT is a snapshot by
+   * itself; only a row that names a request is read again with it in one transaction (whose
+   * BEGIN/COMMIT would otherwise cost about a tenth of every `task.get`).
+   */
   getTaskObject(taskId: string): TaskObject | null {
+    const row = tasks.getTask(this.db, taskId);
+    if (row === null || row.pending_request_id === null) return row === null ? null : taskObject(row, null);
     return this.db.transaction((): TaskObject | null => {
-      const row = tasks.getTask(this.db, taskId);
-      return row ? this.objectOf(row) : null;
+      const again = tasks.getTask(this.db, taskId);
+      return again ? this.objectOf(again) : null;
     })();
   }
   private objectOf(row: TaskRow): TaskObject {
@@ -120,7 +145,7 @@ export class Store {
     })();
   }
   transition(taskId: string, to: tasks.TransitionTarget, opts: tasks.TransitionOptions = {}): tasks.TransitionResult | null {
-    return tasks.transition(this.db, taskId, to, opts);
+    return this.reported(taskId, tasks.transition(this.db, taskId, to, opts));
   }
   recordProvider(taskId: string, facts: tasks.ProviderFacts): TaskRow | null {
     return tasks.recordProvider(this.db, taskId, facts);
@@ -129,7 +154,9 @@ export class Store {
   // events
 
   appendEvents(taskId: string, batch: readonly EventInput[], opts: events.AppendOptions = {}): events.AppendResult {
-    return events.appendEvents(this.db, taskId, batch, opts);
+    const result = events.appendEvents(this.db, taskId, batch, opts);
+    this.reported(taskId, { events: result });
+    return result;
   }
   listEvents(taskId: string, afterEventId: number, limit: number): events.EventEnvelope[] {
     return events.listEvents(this.db, taskId, afterEventId, limit);
@@ -144,7 +171,7 @@ export class Store {
   // pending requests
 
   openRequest(input: requests.OpenRequestInput): requests.RequestChange {
-    return requests.openRequest(this.db, input);
+    return this.reported(input.taskId, requests.openRequest(this.db, input));
   }
   getRequest(requestId: string): RequestRow | null {
     return requests.getRequest(this.db, requestId);
@@ -155,7 +182,7 @@ export class Store {
     resolution: requests.Resolution,
     opts: { at?: string } = {},
   ): requests.RequestChange | null {
-    return requests.resolveRequest(this.db, taskId, requestId, resolution, opts);
+    return this.reported(taskId, requests.resolveRequest(this.db, taskId, requestId, resolution, opts));
   }
   staleRequest(
     taskId: string,
@@ -163,7 +190,7 @@ export class Store {
     reason: requests.StaleReason,
     opts: { at?: string } = {},
   ): requests.RequestChange | null {
-    return requests.staleRequest(this.db, taskId, requestId, reason, opts);
+    return this.reported(taskId, requests.staleRequest(this.db, taskId, requestId, reason, opts));
   }
   listExpiredPending(now: string): RequestRow[] {
     return requests.listExpiredPending(this.db, now);
@@ -176,5 +203,8 @@ export class Store {
   }
   deleteTask(taskId: string): boolean {
     return tasks.deleteTask(this.db, taskId);
+  }
+  deleteTasks(taskIds: readonly string[]): string[] {
+    return tasks.deleteTasks(this.db, taskIds);
   }
 }

@@ -8,14 +8,17 @@
  * Safety: `state_dir` must be a real directory owned by this uid and is set to 0700; the database and
  * its `-wal` / `-shm` files must be regular files owned by this uid (checked before SQLite can touch
  * them, and again after the connection opens, when each is set to 0600). Any violation is
- * `STATE_DIR_UNSAFE`. Checks go through a descriptor opened with O_NOFOLLOW, so a symlink is never
- * followed and the mode change lands on the entry that was checked.
+ * `STATE_DIR_UNSAFE`. The database files are never opened outside SQLite: POSIX record locks belong
+ * to the process, and closing any descriptor of a file drops every lock the process holds on it —
+ * SQLite's WAL locks included, after which another process takes the live `-shm` for an abandoned
+ * one, checkpoints and deletes the `-wal` under the Bridge. So they are checked with `lstat` (never
+ * following a symlink) and set to 0600 with `chmod`, re-checked to be the same entry afterwards.
  */
 import { constants as sqlite, Database, SQLiteError } from "bun:sqlite";
-import { closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync } from "node:fs";
+import { chmodSync, closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, type Stats } from "node:fs";
 import { join } from "node:path";
 import { ServerFsError } from "../errors.ts";
-import { closeQuietly, O_CLOEXEC, READ_FLAGS } from "../fs/dir-handle.ts";
+import { O_CLOEXEC } from "../fs/dir-handle.ts";
 import { migrate } from "./migrate.ts";
 
 export const DB_FILE = "state.sqlite3";
@@ -57,39 +60,36 @@ function secureStateDir(stateDir: string): void {
   }
 }
 
-/** Before SQLite opens anything: an existing entry must already be one of our regular files. */
-function checkExisting(path: string): void {
-  let st: ReturnType<typeof lstatSync>;
+/** The entry at `path` by `lstat` (never following a symlink), null when missing; it must be our regular file. */
+function ownRegularFile(path: string): Stats | null {
+  let st: Stats;
   try {
     st = lstatSync(path);
   } catch (e) {
-    if (errnoOf(e) === "ENOENT") return;
+    if (errnoOf(e) === "ENOENT") return null;
     throw unsafeFile();
   }
   if (!st.isFile() || st.uid !== myUid()) throw unsafeFile();
+  return st;
 }
 
-/** After the connection opened: each file that exists is checked again through its descriptor, then set 0600. */
+/** After the connection opened: each file that exists is checked again, set to 0600, and must still be that entry. */
 function privatize(path: string): void {
-  let fd: number;
+  const st = ownRegularFile(path);
+  if (st === null || (st.mode & 0o7777) === 0o600) return;
   try {
-    fd = openSync(path, READ_FLAGS);
-  } catch (e) {
-    if (errnoOf(e) === "ENOENT") return;
+    chmodSync(path, 0o600);
+  } catch {
     throw unsafeFile();
   }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile() || st.uid !== myUid()) throw unsafeFile();
-    if ((st.mode & 0o7777) !== 0o600) fchmodSync(fd, 0o600);
-  } finally {
-    closeQuietly(fd);
-  }
+  const after = ownRegularFile(path);
+  if (after === null || after.ino !== st.ino || after.dev !== st.dev || (after.mode & 0o7777) !== 0o600) throw unsafeFile();
 }
 
 export function openDatabase(stateDir: string, opts: OpenOptions = {}): Database {
   secureStateDir(stateDir);
-  for (const name of DB_FILES) checkExisting(join(stateDir, name));
+  // before SQLite opens anything: an existing entry must already be one of our regular files
+  for (const name of DB_FILES) ownRegularFile(join(stateDir, name));
 
   let db: Database;
   try {

@@ -4,7 +4,7 @@
  * the retention GC queries (§8.3).
  *
  * Offers: `insertTask`, `getTask`, `findByIdempotencyKey`, `listActive`, `countActive`, `listTasks`,
- * `transition`, `recordProvider`, `gcCandidates`, `deleteTask` and their option/result types.
+ * `transition`, `recordProvider`, `gcCandidates`, `deleteTask`, `deleteTasks` and their option/result types.
  * Every write runs in its own `BEGIN IMMEDIATE` transaction (nested calls become savepoints).
  */
 import type { Database } from "bun:sqlite";
@@ -273,9 +273,15 @@ export function gcCandidates(db: Database, cutoff: string, limit: number): TaskR
 
 /** Deletes a terminal task; its events and requests cascade. An active task is never deleted (false). */
 export function deleteTask(db: Database, taskId: string): boolean {
-  return db
-    .transaction(
-      () => db.query(`DELETE FROM tasks WHERE task_id = ? AND status IN ${TERMINAL_IN}`).run(taskId).changes > 0,
-    )
-    .immediate();
+  return deleteTasks(db, [taskId]).length > 0;
+}
+
+/**
+ * `deleteTask` for a whole GC batch in one transaction: with `synchronous = FULL` a commit per task
+ * cost more than the rest of a GC pass together. Returns the ids deleted (active or unknown ones are
+ * left alone).
+ */
+export function deleteTasks(db: Database, taskIds: readonly string[]): string[] {
+  const del = db.query(`DELETE FROM tasks WHERE task_id = ? AND status IN ${TERMINAL_IN}`);
+  return db.transaction(() => taskIds.filter((id) => del.run(id).changes > 0)).immediate();
 }

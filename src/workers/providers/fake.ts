@@ -11,8 +11,8 @@
  * - `FAKE_PROVIDER_SCRIPT`: the absolute path of `src/workers/fake-provider.ts`.
  *
  * Run order: spawn (its own group) → `recordNative({pgid, startTime})` awaited → the `ready` handshake
- * (else AGENT_RUNTIME_NOT_READY) → the task input → events, requests and native ids as they come →
- * one outcome. The stream is read to its end even after the outcome, so the provider never blocks on
+ * (else AGENT_RUNTIME_NOT_READY) → the task input → `started()` → events, requests and native ids as
+ * they come → one outcome. The stream is read to its end even after the outcome, so the provider never blocks on
  * a full pipe; a malformed or oversized line ends the run with AGENT_PROVIDER_ERROR and stops reading.
  */
 import { join } from "node:path";
@@ -109,6 +109,7 @@ class FakeRun {
           continue_session_id: this.ctx.continueNativeSessionId,
         });
         this.running = true;
+        this.ctx.started();
         for await (const raw of this.proc.lines) {
           const line = parseLine(ProviderLineSchema, raw);
           if (line === null) throw new ServerFsError("AGENT_PROVIDER_ERROR", "the agent runtime sent a malformed line");

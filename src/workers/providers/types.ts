@@ -107,6 +107,11 @@ export interface RunContext {
    * task input; a rejection ends the run with the rejection's code.
    */
   recordNative(facts: NativeFacts): Promise<void>;
+  /**
+   * The provider passed its handshake and has its task input: the task is now `running` (bridge.md
+   * §5.4 steps 3–4). Called once; from then on the run accepts steering.
+   */
+  started(): void;
 }
 
 /** Exactly one per run. A failure's `stderrTail` is raw provider output: redact before use. */

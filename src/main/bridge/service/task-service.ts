@@ -13,7 +13,7 @@ import type { RuntimeName } from "../../../shared/config/schema.ts";
 import { type ErrorCode, ServerFsError } from "../../../shared/errors.ts";
 import { isRequestId, isTaskId, newMark, newRequestId, newTaskId } from "../../../shared/ids.ts";
 import { buildManifest } from "../../../shared/manifest.ts";
-import { checkProcessGroup, terminateProcessGroup } from "../../../shared/process-group.ts";
+import { checkProcessGroup, type GroupVerdict, terminateProcessGroup } from "../../../shared/process-group.ts";
 import { classifyResult, RESULT_PREVIEW_BYTES, resultPreview } from "../../../shared/spool.ts";
 import { isTerminal, type Resolution, type Store, TASK_STATUSES, type TaskObject, type TaskRow, type TaskStatus } from "../../../shared/store/index.ts";
 import { addSecondsIso, earlierIso, nowIso } from "../../../shared/time.ts";
@@ -22,8 +22,12 @@ import type { ProviderHost, RunReport } from "../../../workers/provider-protocol
 import type { ProviderWorker } from "../../../workers/provider-worker.ts";
 import type { Outcome } from "../../../workers/providers/types.ts";
 import type { SpoolApi } from "../../../workers/spool-worker.ts";
-import { type Guard, publishGuard, readGuard, removeGuard, updateGuard } from "../../../shared/leases/guard-files.ts";
+import { type Guard, publishGuard, removeGuard, updateGuard } from "../../../shared/leases/guard-files.ts";
 import { acquireLease, type Lease } from "../../../shared/leases/lock-files.ts";
+import { clearGuard, listGuards } from "../../../shared/leases/operator-override.ts";
+import type { SweepFinding } from "../../../shared/leases/reconcile-verdict.ts";
+import { auditRecovery } from "../../../shared/leases/recovery-audit.ts";
+import { type RecoveryScope, reconcileSlotLazily, settleFinding } from "../reconciliation.ts";
 import { checkAnswers, checkApproval } from "../../../shared/hitl-validation.ts";
 import type { RuntimeProbes } from "./runtime-probes.ts";
 import { authorize, checkPrompt, normalizeStartPath, opaqueValue, requestFingerprint, resolveStartDirectory } from "./submission-checks.ts";
@@ -57,6 +61,8 @@ interface LiveRun {
   interaction: PendingInteraction | null;
   /** Resolves when the finally path has run. */
   done: Promise<void>;
+  /** A shutdown's group termination under way (§14 step 2); the finally path waits for it. */
+  stopping: Promise<unknown> | null;
 }
 
 export interface SubmitParams {
@@ -71,6 +77,9 @@ export interface SubmitParams {
 }
 
 const ANSWER_RESPONSE_LIMIT = 1_000_000;
+
+/** §14: the whole shutdown sequence is bounded (about 15 s). */
+export const SHUTDOWN_BOUND_MS = 15_000;
 
 const notFound = () => new ServerFsError("AGENT_TASK_NOT_FOUND", "no such task");
 
@@ -196,6 +205,8 @@ export class TaskService {
     });
 
     // Step 13: the critical section. It is synchronous, so no other submission interleaves.
+    // A submission that was still validating when shutdown began must not start a run now (§14 step 1).
+    if (this.closing) throw new ServerFsError("BRIDGE_CLOSED", "the Bridge is shutting down");
     const again = replay();
     if (again) return again;
     let lease: Lease | null = null;
@@ -236,7 +247,7 @@ export class TaskService {
       lease?.release();
       return replay()!;
     }
-    const run: LiveRun = { taskId, slot: ws.slot, lease, interaction: null, done: Promise.resolve() };
+    const run: LiveRun = { taskId, slot: ws.slot, lease, interaction: null, done: Promise.resolve(), stopping: null };
     this.runs.set(taskId, run);
     try {
       if (lease) publishGuard(this.lockDir, this.newGuard(inserted.task), this.deps.sharingGid);
@@ -297,35 +308,33 @@ export class TaskService {
    * anything else keeps it and fails closed.
    */
   private lazyReconcile(slot: number): void {
-    const read = readGuard(this.lockDir, slot);
-    if (read.kind === "absent") return;
-    const recovery = () => new ServerFsError("WORKDIR_RECOVERY_REQUIRED", "the workdir slot has an unresolved active-slot guard");
-    if (read.kind === "invalid") throw recovery();
-    const g = read.guard;
-    const row = this.store.getTask(g.task_id);
-    const pgid = row ? row.provider_pgid : g.provider_pgid;
-    const start = row ? row.provider_start_time : g.provider_start_time;
-    const mark = row ? row.provider_mark : g.provider_mark;
-    const neverSpawned = row?.status === "queued" || (row !== null && isTerminal(row.status) && pgid === null && mark === null);
-    const verdict = neverSpawned ? "gone" : checkProcessGroup(pgid, start, mark);
-    if (verdict !== "gone") throw recovery();
-    if (row && !isTerminal(row.status)) {
-      this.store.transition(row.task_id, "interrupted", {
-        error: { code: "AGENT_PROVIDER_INACTIVE", message: "the task's provider is no longer running" },
-        events: [
-          { type: "task.reconciled", payload: { status: row.native_session_id ? "SESSION_RESUMABLE" : "NOT_RECOVERABLE", provider_active: false, error_code: "AGENT_PROVIDER_INACTIVE" } },
-          { type: "task.interrupted", payload: { error_code: "AGENT_PROVIDER_INACTIVE" } },
-        ],
-      });
-    } else if (row) {
-      this.store.appendEvents(
-        row.task_id,
-        [{ type: "task.reconciled", payload: { status: row.native_session_id ? "SESSION_RESUMABLE" : "NOT_RECOVERABLE", provider_active: false } }],
-        { allowTerminal: true },
-      );
+    if (!reconcileSlotLazily(this.recoveryScope, slot)) {
+      throw new ServerFsError("WORKDIR_RECOVERY_REQUIRED", "the workdir slot has an unresolved active-slot guard");
     }
-    removeGuard(this.lockDir, slot, g.task_id);
-    this.deps.audit.info("recovery.guard_removed", { schema_version: 1, slot, task_id: g.task_id, correlation_id: g.correlation_id, status: "gone", provider_active: false, at: nowIso() });
+  }
+
+  private get recoveryScope(): RecoveryScope {
+    return { store: this.store, lockDir: this.lockDir, audit: this.deps.audit };
+  }
+
+  // ----- periodic reconciliation and the operator override (§12.3, §12.5) -----
+
+  /** The maintenance sweep's gone verdicts; acted on here, where every guard write happens. */
+  providersGone(findings: SweepFinding[]): void {
+    if (this.closing) return;
+    for (const finding of findings) {
+      settleFinding({ ...this.recoveryScope, isLive: (id) => this.runs.has(id) }, finding);
+      this.waiters.notify(finding.taskId);
+    }
+  }
+
+  recoveryList() {
+    return { guards: listGuards(this.lockDir, this.store) };
+  }
+
+  recoveryClear(p: { slot: number; confirm: boolean }) {
+    if (p.confirm !== true) throw new ServerFsError("INVALID_REQUEST", "confirm must be true");
+    return clearGuard(this.recoveryScope, p.slot);
   }
 
   // ----- execution and the finally path (§5.4, §5.5) -----
@@ -396,6 +405,7 @@ export class TaskService {
 
   /** §5.4 step 6 and 9: the single outcome of a run becomes the task's terminal state. */
   private async onOutcome(taskId: string, outcome: Outcome): Promise<void> {
+    if (this.closing) return; // §14 step 2: whatever arrives during shutdown is discarded
     if (outcome.kind === "failed") return this.settleFailure(taskId, outcome.code, outcome.message);
     if (outcome.kind === "cancelled") {
       this.store.transition(taskId, "cancelled", { events: [{ type: "task.cancelled", payload: {} }] });
@@ -432,6 +442,7 @@ export class TaskService {
 
   /** A coded failure: `interrupted` while waiting for a human, else `failed` (§5.4 step 9). */
   private async settleFailure(taskId: string, code: ErrorCode, message: string): Promise<void> {
+    if (this.closing) return; // the shutdown ends the task with BRIDGE_SHUTDOWN instead
     const task = this.store.getTask(taskId);
     if (!task || isTerminal(task.status)) return;
     const waiting = task.status === "waiting_for_approval" || task.status === "waiting_for_question";
@@ -443,21 +454,22 @@ export class TaskService {
 
   /** §5.5: confirm the provider stopped, then guard, lease, GC, and no waiter left waiting. */
   private async finallyPath(run: LiveRun, report: RunReport): Promise<void> {
-    let proven = true;
-    if (report.started) {
-      const row = this.store.getTask(run.taskId);
-      const pgid = row?.provider_pgid ?? report.pgid;
-      const start = row?.provider_start_time ?? report.startTime;
-      const mark = row?.provider_mark ?? null;
-      if (checkProcessGroup(pgid, start, mark) !== "gone") {
-        proven = (await terminateProcessGroup(pgid, start, mark)).proven;
-      }
-    }
-    // A run that ended without a terminal state (the worker lost it) must not stay active.
-    await this.settleFailure(run.taskId, "AGENT_PROVIDER_ERROR", "agent runtime failed");
+    await run.stopping;
+    const stopped = await this.confirmStopped(run.taskId, report);
+    // A run that ended without a terminal state (the worker lost it, or the Bridge is stopping) must not stay active.
+    if (this.closing) this.interruptForShutdown(run.taskId);
+    else await this.settleFailure(run.taskId, "AGENT_PROVIDER_ERROR", "agent runtime failed");
     if (run.lease) {
-      if (proven) removeGuard(this.lockDir, run.slot, run.taskId);
-      else this.deps.audit.warn("guard_kept", { schema_version: 1, slot: run.slot, task_id: run.taskId, reason: "provider stop not proven" });
+      if (stopped === "gone") removeGuard(this.lockDir, run.slot, run.taskId);
+      else {
+        const correlationId = this.store.getTask(run.taskId)?.correlation_id ?? null;
+        auditRecovery(
+          this.deps.audit,
+          "recovery.guard_kept",
+          { slot: run.slot, taskId: run.taskId, correlationId },
+          { status: "UNKNOWN", providerActive: stopped === "alive" ? true : null },
+        );
+      }
     }
     run.lease?.release();
     run.interaction?.reject(new ServerFsError("AGENT_INTERACTION_EXPIRED", "the task ended"));
@@ -466,6 +478,24 @@ export class TaskService {
     this.runs.delete(run.taskId);
     this.waiters.notify(run.taskId);
     await this.deps.gc().catch(() => undefined);
+  }
+
+  /**
+   * §5.5 step 1: "gone" when no provider was ever spawned or its whole group is gone, terminating
+   * it if members remain. A provider is spawned only after the `starting` commit, which sets
+   * `started_at`, so the row — not the worker's report, lost with a dead worker — says whether one
+   * may exist.
+   */
+  private async confirmStopped(taskId: string, report: RunReport): Promise<GroupVerdict> {
+    const row = this.store.getTask(taskId);
+    if (row && row.started_at === null && !report.started) return "gone";
+    const pgid = row?.provider_pgid ?? report.pgid;
+    const start = row?.provider_start_time ?? report.startTime;
+    const mark = row?.provider_mark ?? null;
+    const verdict = checkProcessGroup(pgid, start, mark);
+    if (verdict !== "alive") return verdict;
+    if ((await terminateProcessGroup(pgid, start, mark)).proven) return "gone";
+    return checkProcessGroup(pgid, start, mark) === "cannot_check" ? "cannot_check" : "alive";
   }
 
   /** Ask the worker to stop the provider (interrupt, ≤ 10 s, then the finally path kills the group). */
@@ -672,20 +702,50 @@ export class TaskService {
 
   // ----- shutdown (§14) -----
 
-  /** Stops every live run, interrupts what is still active with BRIDGE_SHUTDOWN, and waits (bounded). */
-  async shutdown(): Promise<void> {
+  /**
+   * §14 steps 2–4, bounded by `boundMs`. Queued tasks never had a provider and are interrupted at
+   * once, which also keeps the worker from starting them. Every live provider group is terminated
+   * and verified in parallel, with no interrupt grace first; each run's finally path then
+   * interrupts its task with BRIDGE_SHUTDOWN, removes its guard only if the stop was verified and
+   * releases its lease. Whatever the bound cuts short is interrupted all the same and keeps its
+   * guard for the next start to reconcile.
+   */
+  async shutdown(boundMs = SHUTDOWN_BOUND_MS): Promise<void> {
     this.closing = true;
     this.waiters.close();
     this.deadlines.cancelAll();
     this.expiries.cancelAll();
     for (const task of this.store.listActive()) {
-      this.store.transition(task.task_id, "interrupted", {
-        error: { code: "BRIDGE_SHUTDOWN", message: "the Bridge stopped" },
-        events: [{ type: "task.interrupted", payload: { error_code: "BRIDGE_SHUTDOWN" } }],
-      });
+      if (task.status === "queued") this.interruptForShutdown(task.task_id, ["queued"]);
     }
     const runs = [...this.runs.values()];
-    for (const r of runs) this.stopProvider(r.taskId);
-    await Promise.all(runs.map((r) => r.done));
+    for (const run of runs) {
+      this.stopProvider(run.taskId);
+      run.stopping = this.terminateRecorded(run.taskId);
+    }
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, boundMs);
+    });
+    await Promise.race([Promise.all(runs.map((r) => r.done.catch(() => undefined))), bound]);
+    clearTimeout(timer);
+    for (const task of this.store.listActive()) this.interruptForShutdown(task.task_id);
+    for (const run of this.runs.values()) run.lease?.release();
+  }
+
+  /** Terminates the group a task's row records, if a provider may have been spawned. */
+  private async terminateRecorded(taskId: string): Promise<void> {
+    const row = this.store.getTask(taskId);
+    if (!row || row.started_at === null) return;
+    await terminateProcessGroup(row.provider_pgid, row.provider_start_time, row.provider_mark);
+  }
+
+  private interruptForShutdown(taskId: string, from?: readonly TaskStatus[]): void {
+    const moved = this.store.transition(taskId, "interrupted", {
+      ...(from ? { from } : {}),
+      error: { code: "BRIDGE_SHUTDOWN", message: "the Bridge stopped" },
+      events: [{ type: "task.interrupted", payload: { error_code: "BRIDGE_SHUTDOWN" } }],
+    });
+    if (moved) this.waiters.notify(taskId);
   }
 }
