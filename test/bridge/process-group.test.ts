@@ -117,8 +117,10 @@ describe("§11.5 group check", () => {
   test("a process that left the group with setsid but keeps the mark is still alive (mark scan)", async () => {
     const { proc, mark } = start("setsid sleep 30 & exit 0");
     await proc.exited;
-    expect(await until(() => livePids((pid) => pid !== proc.pid && carries(pid, mark)).length === 1)).toBe(true);
-    const [stray] = livePids((pid) => carries(pid, mark));
+    // the forked child carries the mark before it has run setsid: wait until it has left the group
+    const left = () => livePids((pid) => pid !== proc.pid && carries(pid, mark) && readProcStat(pid)?.pgrp !== proc.pgid);
+    expect(await until(() => left().length === 1)).toBe(true);
+    const [stray] = left();
     expect(readProcStat(stray!)!.pgrp).not.toBe(proc.pgid);
     expect(checkProcessGroup(proc.pgid, proc.startTime, mark)).toBe("alive");
     // the recorded group alone (no mark) is empty

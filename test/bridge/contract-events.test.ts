@@ -1,0 +1,270 @@
+/**
+ * Bridge contract, events (bridge.md §4; plan §4 item 1): envelope schema version 1, correlation_id
+ * copied into every envelope and read, the exclusive cursor, the long poll and the per-task limit,
+ * all through the real Bridge process and the fake runtime.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { sha256Hex } from "../../src/shared/canonical-json.ts";
+import {
+  allEvents,
+  type BridgeEnv,
+  type BridgeProcess,
+  bridgeEnv,
+  call,
+  codeOf,
+  type EventEnvelope,
+  isTerminalTask,
+  rpc,
+  startBridgeProcess,
+  submitTask,
+  waitForTask,
+} from "../helpers/bridge.ts";
+
+let env: BridgeEnv;
+let bridge: BridgeProcess;
+let sock: string;
+
+beforeAll(async () => {
+  env = bridgeEnv();
+  bridge = await startBridgeProcess(env);
+  sock = env.socketPath;
+});
+afterAll(async () => {
+  await bridge.stop();
+  env.dir.remove();
+});
+
+const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+async function submitted(params: Record<string, unknown>): Promise<string> {
+  const r = await submitTask(sock, params);
+  if (!r.ok) throw new Error(`submit failed: ${r.error?.code}`);
+  return r.result!["task_id"] as string;
+}
+
+const types = (events: EventEnvelope[]) => events.map((e) => e.event_type);
+
+/** Events of the task after `after`, long-polling up to `waitMs`; resolves with the page and the time it took. */
+async function poll(taskId: string, after: number, waitMs: number) {
+  const started = Date.now();
+  const page = await call<{ events: EventEnvelope[]; next_after_event_id: number }>(sock, "task.events", {
+    task_id: taskId,
+    after_event_id: after,
+    wait_ms: waitMs,
+  });
+  return { ...page, elapsed: Date.now() - started };
+}
+
+/** Waits until the task has an event of `type`; returns the id of the last event seen. */
+async function untilEvent(taskId: string, type: string): Promise<number> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const events = await allEvents(sock, taskId);
+    if (events.some((e) => e.event_type === type)) return events[events.length - 1]!.event_id;
+    if (Date.now() > deadline) throw new Error(`no ${type} event`);
+    await Bun.sleep(20);
+  }
+}
+
+describe("§4.1 envelope (schema version 1) and correlation propagation", () => {
+  test("every envelope has exactly the seven keys, schema_version 1 and a fixed-form created_at", async () => {
+    const taskId = await submitted({ prompt: "events:3" });
+    await waitForTask(sock, taskId, isTerminalTask);
+    const events = await allEvents(sock, taskId);
+    expect(types(events)).toEqual(["task.started", "agent.message", "agent.message", "agent.message", "task.completed"]);
+    for (const e of events) {
+      expect(Object.keys(e).sort()).toEqual(["correlation_id", "created_at", "event_id", "event_type", "payload", "schema_version", "task_id"]);
+      expect(e).toMatchObject({ schema_version: 1, task_id: taskId, correlation_id: null });
+      expect(e.created_at).toMatch(TIMESTAMP);
+    }
+    expect(events.map((e) => e.payload)).toEqual([
+      { runtime: "fake" },
+      { text: "event 1" },
+      { text: "event 2" },
+      { text: "event 3" },
+      { result_storage: "inline", result_size_bytes: 8 },
+    ]);
+  });
+
+  test("event ids are global and strictly increasing in append order across tasks", async () => {
+    const a = await submitted({ prompt: "complete:a" });
+    await waitForTask(sock, a, isTerminalTask);
+    const b = await submitted({ prompt: "complete:b" });
+    await waitForTask(sock, b, isTerminalTask);
+    const ids = [...(await allEvents(sock, a)), ...(await allEvents(sock, b))].map((e) => e.event_id);
+    expect(ids).toEqual([...ids].sort((x, y) => x - y));
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  test("[plan §4 item 1] event envelope schema_version=1 and correlation propagation: every envelope, the events read, the task, its manifest, its guard and every result", async () => {
+    const correlation = "corr-ü-\u{1F600}-42";
+    const r = await submitTask(sock, { prompt: "approval:make test", profile: "workspace-write", correlation_id: correlation });
+    expect(r.result!["correlation_id"]).toBe(correlation);
+    const taskId = r.result!["task_id"] as string;
+    const waiting = await waitForTask(sock, taskId, (t) => t["status"] === "waiting_for_approval");
+    expect(waiting["correlation_id"]).toBe(correlation);
+    expect((waiting["manifest"] as Record<string, unknown>)["correlation_id"]).toBe(correlation);
+    const guard = JSON.parse(readFileSync(join(env.lockDir, "active", "01"), "utf8")) as Record<string, unknown>;
+    expect(guard).toMatchObject({ task_id: taskId, correlation_id: correlation });
+
+    const requestId = waiting["pending_request_id"] as string;
+    const resolved = await call(sock, "task.approval.respond", { task_id: taskId, request_id: requestId, decision: "approve_once" });
+    expect(resolved).toEqual({ task_id: taskId, request_id: requestId, resolved: true, correlation_id: correlation });
+    await waitForTask(sock, taskId, isTerminalTask);
+    expect(await call(sock, "task.cancel", { task_id: taskId })).toEqual({ task_id: taskId, status: "succeeded", correlation_id: correlation });
+
+    const page = await call<{ correlation_id: string; events: EventEnvelope[] }>(sock, "task.events", { task_id: taskId });
+    expect(page.correlation_id).toBe(correlation);
+    expect(types(page.events)).toEqual(["task.started", "approval.requested", "approval.resolved", "task.completed"]);
+    for (const e of page.events) expect([e.schema_version, e.correlation_id]).toEqual([1, correlation]);
+  });
+});
+
+describe("§4.4 reading: cursor, limits, long poll", () => {
+  test("the exclusive cursor pages without repeating or skipping; next_after_event_id is the last id or the input", async () => {
+    const taskId = await submitted({ prompt: "events:7" });
+    await waitForTask(sock, taskId, isTerminalTask);
+    const all = await allEvents(sock, taskId);
+    expect(all).toHaveLength(9);
+    const paged: EventEnvelope[] = [];
+    let after = 0;
+    for (let i = 0; i < 20; i++) {
+      const page = await call<{ events: EventEnvelope[]; next_after_event_id: number }>(sock, "task.events", {
+        task_id: taskId,
+        after_event_id: after,
+        limit: 4,
+      });
+      expect(page.events.length).toBeLessThanOrEqual(4);
+      if (page.events.length === 0) {
+        expect(page.next_after_event_id).toBe(after);
+        break;
+      }
+      expect(page.next_after_event_id).toBe(page.events[page.events.length - 1]!.event_id);
+      paged.push(...page.events);
+      after = page.next_after_event_id;
+    }
+    expect(paged).toEqual(all);
+  });
+
+  test("INVALID_LIMIT for after_event_id < 0, limit outside 1..500, wait_ms outside 0..25000; an unknown task is checked first", async () => {
+    const taskId = await submitted({ prompt: "complete:x" });
+    await waitForTask(sock, taskId, isTerminalTask);
+    for (const bad of [{ after_event_id: -1 }, { limit: 0 }, { limit: 501 }, { wait_ms: -1 }, { wait_ms: 25_001 }]) {
+      expect(codeOf(await rpc(sock, "task.events", { task_id: taskId, ...bad }))).toBe("INVALID_LIMIT");
+    }
+    expect(codeOf(await rpc(sock, "task.events", { task_id: taskId, limit: 500, wait_ms: 25_000 }))).toBeUndefined();
+    const unknown = await rpc(sock, "task.events", { task_id: "agt_000000000000000000000000", limit: 0 });
+    expect(codeOf(unknown)).toBe("AGENT_TASK_NOT_FOUND");
+  });
+
+  test("a long poll returns early when an event is committed", async () => {
+    const taskId = await submitted({ prompt: "steer:" });
+    const last = await untilEvent(taskId, "task.started");
+    const polling = poll(taskId, last, 20_000);
+    await Bun.sleep(200);
+    await call(sock, "task.message.send", { task_id: taskId, message: "go" });
+    const page = await polling;
+    expect(page.elapsed).toBeLessThan(10_000);
+    expect(page.events[0]).toMatchObject({ event_type: "user.message", payload: { bytes: 2 } });
+    await waitForTask(sock, taskId, isTerminalTask);
+  });
+
+  test("a long poll returns early when the task becomes terminal", async () => {
+    const taskId = await submitted({ prompt: "wait:" });
+    const last = await untilEvent(taskId, "task.started");
+    const polling = poll(taskId, last, 20_000);
+    await Bun.sleep(200);
+    await call(sock, "task.cancel", { task_id: taskId });
+    const page = await polling;
+    expect(page.elapsed).toBeLessThan(10_000);
+    expect(types(page.events)).toEqual(["task.cancelled"]);
+  });
+
+  test("a long poll on a terminal task answers at once; on a quiet one it waits wait_ms and answers empty", async () => {
+    const done = await submitted({ prompt: "complete:x" });
+    await waitForTask(sock, done, isTerminalTask);
+    const end = (await allEvents(sock, done)).at(-1)!.event_id;
+    const atOnce = await poll(done, end, 20_000);
+    expect(atOnce.elapsed).toBeLessThan(5_000);
+    expect(atOnce).toMatchObject({ events: [], next_after_event_id: end });
+
+    const quiet = await submitted({ prompt: "wait:" });
+    const last = await untilEvent(quiet, "task.started");
+    const waited = await poll(quiet, last, 400);
+    expect(waited.events).toEqual([]);
+    expect(waited.elapsed).toBeGreaterThanOrEqual(350);
+    expect(waited.elapsed).toBeLessThan(10_000);
+    await call(sock, "task.cancel", { task_id: quiet });
+  });
+
+  test("a long poll blocks only its own connection", async () => {
+    const taskId = await submitted({ prompt: "wait:" });
+    const last = await untilEvent(taskId, "task.started");
+    const polling = poll(taskId, last, 20_000);
+    const started = Date.now();
+    expect((await call(sock, "task.get", { task_id: taskId }))["status"]).toBe("running");
+    expect(Date.now() - started).toBeLessThan(5_000);
+    await call(sock, "task.cancel", { task_id: taskId });
+    await polling;
+  });
+});
+
+describe("§4.2 appending and limits", () => {
+  test("events:10001 fails with AGENT_EVENT_LIMIT_REACHED; the first 10,000 events are kept in order; the dropped service event is logged", async () => {
+    const taskId = await submitted({ prompt: "events:10001" });
+    const t = await waitForTask(sock, taskId, isTerminalTask, 60_000);
+    expect(t).toMatchObject({ status: "failed", error_code: "AGENT_EVENT_LIMIT_REACHED", final_response: null });
+    const events = await allEvents(sock, taskId);
+    expect(events).toHaveLength(10_000);
+    expect(events[0]!.event_type).toBe("task.started");
+    const texts = events.slice(1).map((e) => e.payload["text"]);
+    expect(texts[0]).toBe("event 1");
+    expect(texts.at(-1)).toBe("event 9999");
+    expect(texts.every((text, i) => text === `event ${i + 1}`)).toBe(true);
+    // the task.failed service event did not fit: it was dropped and logged, the row is authoritative
+    const logged = () =>
+      bridge
+        .stderr()
+        .split("\n")
+        .filter((l) => l.startsWith("{"))
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .find((r) => r["event"] === "service_event_dropped" && r["task_id"] === taskId);
+    for (const until = Date.now() + 5_000; !logged() && Date.now() < until; ) await Bun.sleep(20);
+    expect(logged()).toMatchObject({ level: "WARN", error_code: "AGENT_EVENT_LIMIT_REACHED" });
+  }, 90_000);
+});
+
+describe("§4.5 redaction before storage, sizes and hashes", () => {
+  test("host paths in the final text become <workdir> forms; a sibling look-alike is outside", async () => {
+    const ws = env.workspace;
+    const taskId = await submitted({ prompt: `complete:see ${ws}/src/a.ts, ${ws} and ${ws}2/x` });
+    const t = await waitForTask(sock, taskId, isTerminalTask);
+    const text = "see <workdir>/src/a.ts, <workdir> and <outside-workdir>";
+    expect(t["final_response"]).toBe(text);
+    expect(t["result"]).toMatchObject({ size_bytes: Buffer.byteLength(text), sha256: sha256Hex(text) });
+  });
+
+  test("HITL payloads are redacted: free text keeps a relative form, a lone absolute path becomes relative", async () => {
+    const free = await submitted({ prompt: `approval:cat ${env.workspace}/src/a.ts` });
+    const asking = await waitForTask(sock, free, (t) => t["status"] === "waiting_for_approval");
+    expect((asking["pending_request"] as { payload: Record<string, unknown> }).payload["command_display"]).toBe("cat <workdir>/src/a.ts");
+    await call(sock, "task.cancel", { task_id: free });
+    const lone = await submitted({ prompt: `approval:${env.workspace}/src` });
+    const loneAsking = await waitForTask(sock, lone, (t) => t["status"] === "waiting_for_approval");
+    expect((loneAsking["pending_request"] as { payload: Record<string, unknown> }).payload["command_display"]).toBe("src");
+    await call(sock, "task.cancel", { task_id: lone });
+  });
+
+  test("the inline limit applies to the redacted text: a result over 256 KiB raw but not once redacted is inline", async () => {
+    const piece = `${env.workspace} `;
+    const count = Math.floor(262_144 / Buffer.byteLength("<workdir> "));
+    expect(Buffer.byteLength(piece) * count).toBeGreaterThan(262_144);
+    const taskId = await submitted({ prompt: `repeat:${count}:${piece}` });
+    const t = await waitForTask(sock, taskId, isTerminalTask);
+    expect(t["result"]).toMatchObject({ storage: "inline", size_bytes: count * Buffer.byteLength("<workdir> ") });
+    expect(t["final_response"]).toBe("<workdir> ".repeat(count));
+  });
+});
+

@@ -1,0 +1,319 @@
+/**
+ * Bridge contract, humans in the loop and steering (bridge.md §6, §7): approvals and questions with
+ * every check of §6.2 in order, late and stale replies, live steering, and the idempotent,
+ * terminal-first cancel — through the real Bridge and the fake runtime's scripted requests.
+ */
+import { Database } from "bun:sqlite";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import {
+  allEvents,
+  type BridgeEnv,
+  type BridgeProcess,
+  bridgeEnv,
+  call,
+  codeOf,
+  isTerminalTask,
+  rpc,
+  startBridgeProcess,
+  submitTask,
+  waitForTask,
+} from "../helpers/bridge.ts";
+
+let env: BridgeEnv;
+let bridge: BridgeProcess;
+let sock: string;
+
+beforeAll(async () => {
+  env = bridgeEnv();
+  bridge = await startBridgeProcess(env);
+  sock = env.socketPath;
+});
+afterAll(async () => {
+  await bridge.stop();
+  env.dir.remove();
+});
+
+type Task = Record<string, unknown>;
+
+async function submitted(params: Record<string, unknown>): Promise<string> {
+  const r = await submitTask(sock, params);
+  if (!r.ok) throw new Error(`submit failed: ${r.error?.code}`);
+  return r.result!["task_id"] as string;
+}
+
+/** Submits a task and waits until it asks a human; returns the task and its pending request id. */
+async function asking(prompt: string): Promise<{ taskId: string; requestId: string; task: Task }> {
+  const taskId = await submitted({ prompt });
+  const task = await waitForTask(sock, taskId, (t) => String(t["status"]).startsWith("waiting_for_"));
+  return { taskId, requestId: task["pending_request_id"] as string, task };
+}
+
+const respond = (taskId: string, requestId: string, decision: string, extra: Record<string, unknown> = {}) =>
+  rpc(sock, "task.approval.respond", { task_id: taskId, request_id: requestId, decision, ...extra });
+const answer = (taskId: string, requestId: string, answers: unknown[]) =>
+  rpc(sock, "task.question.answer", { task_id: taskId, request_id: requestId, answers });
+const ended = (taskId: string) => waitForTask(sock, taskId, isTerminalTask);
+
+/** The provider mark the Bridge recorded for a task (never returned over RPC), read from its database. */
+function providerMark(taskId: string): string {
+  const db = new Database(join(env.stateDir, "state.sqlite3"));
+  try {
+    db.run("PRAGMA busy_timeout = 5000");
+    return db.query<{ provider_mark: string }, [string]>("SELECT provider_mark FROM tasks WHERE task_id = ?").get(taskId)!.provider_mark;
+  } finally {
+    db.close();
+  }
+}
+
+/** Live processes whose environment carries SERVERFS_PROVIDER_MARK=<mark> (bridge.md §11.5). */
+function markedProcesses(mark: string): string[] {
+  const needle = `SERVERFS_PROVIDER_MARK=${mark}`;
+  return readdirSync("/proc").filter((pid) => {
+    if (!/^\d+$/.test(pid)) return false;
+    try {
+      return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.[0] !== "Z" && readFileSync(`/proc/${pid}/environ`).includes(needle);
+    } catch {
+      return false; // exited meanwhile, or not ours
+    }
+  });
+}
+
+describe("§6.1–§6.2 approvals", () => {
+  test("an approval opens a pending request (expires at the deadline) and approve_once resumes the run", async () => {
+    const { taskId, requestId, task } = await asking("approval:npm test");
+    expect(task["status"]).toBe("waiting_for_approval");
+    expect(requestId).toMatch(/^req_[0-9a-f]{24}$/);
+    expect(task["pending_request"]).toEqual({
+      request_id: requestId,
+      task_id: taskId,
+      kind: "approval",
+      status: "pending",
+      payload: {
+        category: "command",
+        title: expect.any(String),
+        command_display: "npm test",
+        available_decisions: ["approve_once", "approve_session", "deny", "cancel_task"],
+      },
+      created_at: expect.stringMatching(/Z$/),
+      expires_at: task["deadline_at"],
+      resolved_at: null,
+      resolution: null,
+    });
+    const r = await respond(taskId, requestId, "approve_once");
+    expect(r.result).toEqual({ task_id: taskId, request_id: requestId, resolved: true, correlation_id: null });
+    expect(await ended(taskId)).toMatchObject({ status: "succeeded", final_response: "approval=approve_once", pending_request: null });
+    const events = await allEvents(sock, taskId);
+    expect(events.map((e) => [e.event_type, e.payload])).toEqual([
+      ["task.started", { runtime: "fake" }],
+      ["approval.requested", { request_id: requestId, expires_at: task["deadline_at"] }],
+      ["approval.resolved", { decision: "approve_once" }],
+      ["task.completed", { result_storage: "inline", result_size_bytes: 21 }],
+    ]);
+  });
+
+  test("deny and approve_session reach the provider; two approvals in a row are answered one at a time", async () => {
+    const first = await asking("approval-twice:rm -rf build");
+    expect(codeOf(await respond(first.taskId, first.requestId, "deny"))).toBeUndefined();
+    const second = await waitForTask(
+      sock,
+      first.taskId,
+      (t) => t["status"] === "waiting_for_approval" && t["pending_request_id"] !== first.requestId,
+    );
+    expect(codeOf(await respond(first.taskId, second["pending_request_id"] as string, "approve_session"))).toBeUndefined();
+    expect(await ended(first.taskId)).toMatchObject({ status: "succeeded", final_response: "approvals=deny,approve_session" });
+  });
+
+  test("cancel_task resolves the request, then cancels the task exactly as task.cancel", async () => {
+    const { taskId, requestId } = await asking("approval:deploy");
+    expect((await respond(taskId, requestId, "cancel_task")).result).toMatchObject({ resolved: true });
+    const t = await call(sock, "task.get", { task_id: taskId });
+    expect(t).toMatchObject({ status: "cancelled", error_code: null, final_response: null });
+    const types = (await allEvents(sock, taskId)).map((e) => e.event_type);
+    expect(types.filter((e) => e === "task.cancelled")).toHaveLength(1);
+    expect(types.indexOf("approval.resolved")).toBeLessThan(types.indexOf("task.cancelled"));
+  });
+
+  test("an approval payload over 64 KiB opens no request: the provider is refused and the task continues", async () => {
+    // the largest prompt there is: its command alone fits, the payload around it does not
+    const taskId = await submitted({ prompt: `approval:${"x".repeat(65_536 - "approval:".length)}` });
+    const t = await ended(taskId);
+    expect(t).toMatchObject({ status: "succeeded", final_response: "approval=deny", pending_request: null });
+    const types = (await allEvents(sock, taskId)).map((e) => e.event_type);
+    expect(types).toEqual(["task.started", "task.completed"]);
+  });
+
+  test("checks in order: task, request, resolved, stale, kind, decision, permissions", async () => {
+    const { taskId, requestId } = await asking("approval:make");
+    const other = await submitted({ prompt: "complete:x" });
+    await ended(other);
+    expect(codeOf(await respond("agt_000000000000000000000000", requestId, "deny"))).toBe("AGENT_TASK_NOT_FOUND");
+    expect(codeOf(await respond(other, requestId, "deny"))).toBe("REQUEST_NOT_FOUND");
+    expect(codeOf(await respond(taskId, "req_000000000000000000000000", "deny"))).toBe("REQUEST_NOT_FOUND");
+    expect(codeOf(await respond(taskId, requestId, "maybe"))).toBe("INVALID_APPROVAL_DECISION");
+    expect(codeOf(await answer(taskId, requestId, [{ question_id: "q1", selected_option_ids: ["a"] }]))).toBe("INVALID_QUESTION_ANSWER");
+    expect(codeOf(await respond(taskId, requestId, "approve_once", { granted_permission_ids: ["net"] }))).toBe("PERMISSION_OUTSIDE_POLICY");
+    // none of the refused replies consumed the request
+    expect((await call(sock, "task.get", { task_id: taskId }))["status"]).toBe("waiting_for_approval");
+    expect(codeOf(await respond(taskId, requestId, "approve_once"))).toBeUndefined();
+    expect(codeOf(await respond(taskId, requestId, "approve_once"))).toBe("REQUEST_ALREADY_RESOLVED");
+    await ended(taskId);
+    expect(codeOf(await respond(taskId, requestId, "maybe"))).toBe("REQUEST_ALREADY_RESOLVED");
+  });
+
+  test("a request staled by cancel answers REQUEST_STALE, before any kind or decision check", async () => {
+    const { taskId, requestId } = await asking("approval:make");
+    expect((await call(sock, "task.cancel", { task_id: taskId }))["status"]).toBe("cancelled");
+    const t = await call(sock, "task.get", { task_id: taskId });
+    expect(t).toMatchObject({ status: "cancelled", pending_request_id: null, pending_request: null });
+    expect(codeOf(await respond(taskId, requestId, "approve_once"))).toBe("REQUEST_STALE");
+    expect(codeOf(await respond(taskId, requestId, "maybe"))).toBe("REQUEST_STALE");
+    expect(codeOf(await answer(taskId, requestId, []))).toBe("REQUEST_STALE");
+  });
+});
+
+describe("§6.2 questions", () => {
+  test("a question opens a pending request with its payload; a valid answer reaches the provider", async () => {
+    const { taskId, requestId, task } = await asking("question:Which one?");
+    expect(task["status"]).toBe("waiting_for_question");
+    expect((task["pending_request"] as Task)["payload"]).toEqual({
+      questions: [
+        {
+          question_id: "q1",
+          prompt: "Which one?",
+          options: [
+            { option_id: "a", label: "a" },
+            { option_id: "b", label: "b" },
+          ],
+          multi_select: false,
+          allow_free_text: true,
+        },
+      ],
+    });
+    expect(codeOf(await respond(taskId, requestId, "approve_once"))).toBe("INVALID_APPROVAL_DECISION");
+    const r = await answer(taskId, requestId, [{ question_id: "q1", selected_option_ids: ["b"], text: "because" }]);
+    expect(r.result).toEqual({ task_id: taskId, request_id: requestId, resolved: true, correlation_id: null });
+    expect(await ended(taskId)).toMatchObject({
+      status: "succeeded",
+      final_response: '[{"question_id":"q1","selected_option_ids":["b"],"text":"because"}]',
+    });
+    const answered = (await allEvents(sock, taskId)).find((e) => e.event_type === "question.answered");
+    expect(answered?.payload).toEqual({ question_count: 1 });
+  });
+
+  test("every malformed answer is INVALID_QUESTION_ANSWER and leaves the question pending", async () => {
+    const { taskId, requestId } = await asking("question:Pick");
+    const invalid: [string, unknown[]][] = [
+      ["no answers", []],
+      ["an answer that is not an object", ["q1"]],
+      ["an answer that is null", [null]],
+      ["an answer that is an array", [["q1"]]],
+      ["an unknown key", [{ question_id: "q1", selected_option_ids: ["a"], note: "x" }]],
+      ["a question_id that is not a string", [{ question_id: 1, selected_option_ids: ["a"] }]],
+      ["an unknown question_id", [{ question_id: "q9", selected_option_ids: ["a"] }]],
+      ["the same question twice", [{ question_id: "q1", selected_option_ids: ["a"] }, { question_id: "q1", selected_option_ids: ["b"] }]],
+      ["selected_option_ids that is not an array", [{ question_id: "q1", selected_option_ids: "a" }]],
+      ["a selected option that is not a string", [{ question_id: "q1", selected_option_ids: [1] }]],
+      ["an unknown option", [{ question_id: "q1", selected_option_ids: ["z"] }]],
+      ["a repeated option", [{ question_id: "q1", selected_option_ids: ["a", "a"] }]],
+      ["two options on a single-select question", [{ question_id: "q1", selected_option_ids: ["a", "b"] }]],
+      ["text that is not a string", [{ question_id: "q1", text: 5 }]],
+      ["neither an option nor text", [{ question_id: "q1" }]],
+      ["only empty text", [{ question_id: "q1", selected_option_ids: [], text: "" }]],
+    ];
+    for (const [why, answers] of invalid) {
+      expect([why, codeOf(await answer(taskId, requestId, answers))]).toEqual([why, "INVALID_QUESTION_ANSWER"]);
+    }
+    expect((await call(sock, "task.get", { task_id: taskId }))["status"]).toBe("waiting_for_question");
+    expect(codeOf(await answer(taskId, requestId, [{ question_id: "q1", text: "free text only" }]))).toBeUndefined();
+    expect(await ended(taskId)).toMatchObject({ final_response: '[{"question_id":"q1","selected_option_ids":[],"text":"free text only"}]' });
+    expect(codeOf(await answer(taskId, requestId, [{ question_id: "q1", selected_option_ids: ["a"] }]))).toBe("REQUEST_ALREADY_RESOLVED");
+  });
+});
+
+describe("§7.1 steering", () => {
+  test("a message reaches a steer: run, which completes with steered=<message>; user.message records its bytes", async () => {
+    const taskId = await submitted({ prompt: "steer:" });
+    await waitForTask(sock, taskId, (t) => t["status"] === "running");
+    const r = await call(sock, "task.message.send", { task_id: taskId, message: "use tabs ✓" });
+    expect(r).toEqual({ task_id: taskId, accepted: true, correlation_id: null });
+    expect(await ended(taskId)).toMatchObject({ status: "succeeded", final_response: "steered=use tabs ✓" });
+    const message = (await allEvents(sock, taskId)).find((e) => e.event_type === "user.message");
+    expect(message?.payload).toEqual({ bytes: Buffer.byteLength("use tabs ✓") });
+    expect(JSON.stringify(await allEvents(sock, taskId))).not.toContain("use tabs");
+  });
+
+  test("a running task has its input: a message sent the moment it reads running is accepted", async () => {
+    // running is entered only after the handshake and the task input (§5.4 steps 3–4), so there is
+    // no window in which a running provider is "not ready" for the message
+    for (let i = 0; i < 20; i++) {
+      const taskId = await submitted({ prompt: "steer:" });
+      await waitForTask(sock, taskId, (t) => t["status"] === "running");
+      const r = await rpc(sock, "task.message.send", { task_id: taskId, message: `m${i}` });
+      expect([i, codeOf(r)]).toEqual([i, undefined]);
+      expect(await ended(taskId)).toMatchObject({ final_response: `steered=m${i}` });
+    }
+  });
+
+  test("message checks come before the task lookup; a terminal task is AGENT_TASK_TERMINAL", async () => {
+    const unknown = "agt_000000000000000000000000";
+    expect(codeOf(await rpc(sock, "task.message.send", { task_id: unknown, message: "" }))).toBe("INVALID_REQUEST");
+    expect(codeOf(await rpc(sock, "task.message.send", { task_id: unknown, message: "x".repeat(65_537) }))).toBe("AGENT_MESSAGE_TOO_LARGE");
+    expect(codeOf(await rpc(sock, "task.message.send", { task_id: unknown, message: "hi" }))).toBe("AGENT_TASK_NOT_FOUND");
+    const done = await submitted({ prompt: "complete:x" });
+    await ended(done);
+    expect(codeOf(await rpc(sock, "task.message.send", { task_id: done, message: "hi" }))).toBe("AGENT_TASK_TERMINAL");
+    const steer = await submitted({ prompt: "steer:" });
+    await waitForTask(sock, steer, (t) => t["status"] === "running");
+    expect(codeOf(await rpc(sock, "task.message.send", { task_id: steer, message: "x".repeat(65_536) }))).toBeUndefined();
+    await ended(steer);
+  });
+});
+
+describe("§7.2 cancel: idempotent and terminal-first", () => {
+  test("cancel is committed before the answer, then repeats its answer; task.cancelled is emitted once", async () => {
+    const taskId = await submitted({ prompt: "wait:" });
+    await waitForTask(sock, taskId, (t) => t["status"] === "running");
+    expect(await call(sock, "task.cancel", { task_id: taskId })).toEqual({ task_id: taskId, status: "cancelled", correlation_id: null });
+    const t = await call(sock, "task.get", { task_id: taskId });
+    expect(t).toMatchObject({ status: "cancelled", error_code: null });
+    expect(t["completed_at"]).toEqual(expect.any(String));
+    expect((await call(sock, "task.cancel", { task_id: taskId }))["status"]).toBe("cancelled");
+    await Bun.sleep(200);
+    const types = (await allEvents(sock, taskId)).map((e) => e.event_type);
+    expect(types.filter((e) => e === "task.cancelled")).toHaveLength(1);
+    expect(types.at(-1)).toBe("task.cancelled");
+    expect((await call(sock, "task.get", { task_id: taskId }))["completed_at"]).toBe(t["completed_at"]);
+  });
+
+  test("cancelling an ended task answers its own status and changes nothing", async () => {
+    const ok = await submitted({ prompt: "complete:x" });
+    const failed = await submitted({ prompt: "fail:no" });
+    const okTask = await ended(ok);
+    await ended(failed);
+    expect(await call(sock, "task.cancel", { task_id: ok })).toEqual({ task_id: ok, status: "succeeded", correlation_id: null });
+    expect((await call(sock, "task.cancel", { task_id: failed }))["status"]).toBe("failed");
+    expect(await call(sock, "task.get", { task_id: ok })).toEqual(okTask);
+  });
+
+  test("a cancelled write task releases its lease once its whole provider group, grandchild included, is stopped", async () => {
+    const taskId = await submitted({ prompt: "spawn:30", profile: "workspace-write" });
+    await waitForTask(sock, taskId, (t) => t["status"] === "running");
+    const mark = providerMark(taskId);
+    expect(markedProcesses(mark).length).toBeGreaterThanOrEqual(2); // the provider and its `sleep 30`
+    await call(sock, "task.cancel", { task_id: taskId });
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const r = await submitTask(sock, { prompt: "complete:next", profile: "workspace-write" });
+      if (r.ok) {
+        expect(await ended(r.result!["task_id"] as string)).toMatchObject({ status: "succeeded" });
+        break;
+      }
+      expect(codeOf(r)).toBe("WORKDIR_BUSY");
+      if (Date.now() > deadline) throw new Error("the lease was never released");
+      await Bun.sleep(100);
+    }
+    expect(markedProcesses(mark)).toEqual([]);
+  });
+});
