@@ -33,6 +33,8 @@ export interface RunningBridge {
   service: TaskService;
   /** Runs the §14 shutdown; resolves when everything is released. */
   stop(): Promise<void>;
+  /** Crash tests: ends the provider worker as if it had died. */
+  terminateProviderWorker(): void;
 }
 
 const lost = (what: string) => () => new ServerFsError("BRIDGE_PROTOCOL_ERROR", `the ${what} worker stopped`);
@@ -61,12 +63,17 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
     collectGarbage({ store, stateDir, lockDir, retentionHours });
     await reconcileAtStartup({ store, lockDir, audit, terminateOrphans: config.bridge.recovery.terminate_orphans });
 
-    const provider = startWorker<ProviderWorker>(workerUrl("provider-worker"), lost("provider"));
+    const startProvider = async () => {
+      const w = startWorker<ProviderWorker>(workerUrl("provider-worker"), lost("provider"));
+      workers.push(w);
+      await w.remote.init(stateDir);
+      await w.remote.configure({ bridge: config.file.bridge, runtimes: config.file.runtimes }, options);
+      return w;
+    };
+    let provider = await startProvider();
     const spool = startSpoolWorker();
     const maintenance = startWorker<MaintenanceApi>(workerUrl("maintenance-worker"), lost("maintenance"));
-    workers.push(provider, spool, maintenance);
-    await provider.remote.init(stateDir);
-    await provider.remote.configure({ bridge: config.file.bridge, runtimes: config.file.runtimes }, options);
+    workers.push(spool, maintenance);
     await maintenance.remote.init({ stateDir, lockDir, retentionHours, intervalSeconds: config.bridge.lifecycle.maintenance_interval_seconds });
 
     const service = new TaskService({
@@ -104,8 +111,21 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
     });
     audit.info("bridge_started", { version: VERSION, workdirs: config.workdirs.length });
 
-    const openStore = store;
+    // §1: a provider worker that dies is replaced; the tasks it ran end AGENT_PROVIDER_DISCONNECTED
+    // through their own finally paths (each pending `run` call rejects when the worker is lost).
     let stopping: Promise<void> | null = null;
+    const supervise = (w: StartedWorker<ProviderWorker>) => {
+      void w.exited.then(async () => {
+        if (stopping) return;
+        audit.warn("provider_worker_lost", { live_tasks: service.liveTaskIds().length });
+        provider = await startProvider();
+        service.replaceProvider(provider.remote);
+        supervise(provider);
+      });
+    };
+    supervise(provider);
+
+    const openStore = store;
     const stop = () => {
       stopping ??= (async () => {
         // §14 step 1 first: nothing new is accepted while providers are being stopped
@@ -119,7 +139,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
       })();
       return stopping;
     };
-    return { service, stop };
+    return { service, stop, terminateProviderWorker: () => provider.terminate() };
   } catch (e) {
     for (const w of workers) w.terminate();
     store?.close();

@@ -96,6 +96,11 @@ export class TaskService {
     return this.closing;
   }
 
+  /** A replacement provider worker after the previous one died (bridge.md §1). */
+  replaceProvider(provider: Remote<ProviderWorker>): void {
+    this.deps.provider = provider;
+  }
+
   /** Task ids with a live runner here (the maintenance sweep leaves those to their runner). */
   liveTaskIds(): string[] {
     return [...this.runs.keys()];
