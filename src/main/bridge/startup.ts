@@ -151,18 +151,21 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
 /** The `serverfs bridge` command: start, serve until a signal, shut down. */
 export async function runBridge(configPath: string | undefined): Promise<number> {
   const config = loadConfig({ role: "bridge", configPath });
-  const bridge = await startBridge(config);
-  return new Promise<number>((resolve) => {
-    let signalled = false;
-    const onSignal = () => {
-      if (signalled) process.exit(1);
-      signalled = true;
-      bridge.stop().then(
-        () => resolve(0),
-        () => resolve(1),
-      );
+  // Handlers first: a signal during startup must still run the shutdown once the Bridge is up.
+  let signals = 0;
+  let onSignal: () => void = () => {};
+  const received = new Promise<void>((resolve) => {
+    onSignal = () => {
+      if (++signals > 1) process.exit(1);
+      resolve();
     };
-    process.on("SIGTERM", onSignal);
-    process.on("SIGINT", onSignal);
   });
+  process.on("SIGTERM", () => onSignal());
+  process.on("SIGINT", () => onSignal());
+  const bridge = await startBridge(config);
+  await received;
+  return bridge.stop().then(
+    () => 0,
+    () => 1,
+  );
 }

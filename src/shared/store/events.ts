@@ -68,8 +68,10 @@ export function insertEvents(db: Database, taskId: string, events: readonly Even
   if (!task || (isTerminal(task.status) && !opts.allowTerminal)) return nothing(true);
   if (events.length === 0) return nothing(false);
 
-  const insert = db.query<{ event_id: number }, [string, string, string, string]>(
-    "INSERT INTO events (task_id, event_type, payload_json, created_at) VALUES (?, ?, ?, ?) RETURNING event_id",
+  // `run` and the rowid (event_id is the INTEGER PRIMARY KEY) rather than RETURNING: a row object per
+  // event costs about a microsecond, an eighth of the provider worker's work per event
+  const insert = db.query<never, [string, string, string, string]>(
+    "INSERT INTO events (task_id, event_type, payload_json, created_at) VALUES (?, ?, ?, ?)",
   );
   const now = new Date().toISOString();
   let count = task.event_count;
@@ -89,7 +91,7 @@ export function insertEvents(db: Database, taskId: string, events: readonly Even
       if (opts.onLimit === "stop") break;
       continue;
     }
-    lastEventId = insert.get(taskId, e.type, json, e.at ?? now)!.event_id;
+    lastEventId = Number(insert.run(taskId, e.type, json, e.at ?? now).lastInsertRowid);
     count++;
     appended++;
   }

@@ -261,11 +261,15 @@ export function recordProvider(db: Database, taskId: string, facts: ProviderFact
     .immediate();
 }
 
-/** Terminal tasks completed before `cutoff`, oldest first (§8.3). */
+/**
+ * Terminal tasks completed before `cutoff`, oldest first (§8.3). The unary `+` keeps SQLite off the
+ * status index, which would visit every retained task on every pass (about 40 ms per pass with
+ * 100,000 of them, paid by every submit); the completed_at index visits only the expired ones.
+ */
 export function gcCandidates(db: Database, cutoff: string, limit: number): TaskRow[] {
   return db
     .query<TaskRow, [string, number]>(
-      `${SELECT_TASK} WHERE status IN ${TERMINAL_IN} AND completed_at IS NOT NULL AND completed_at < ?
+      `${SELECT_TASK} WHERE +status IN ${TERMINAL_IN} AND completed_at IS NOT NULL AND completed_at < ?
        ORDER BY completed_at, task_id LIMIT ?`,
     )
     .all(cutoff, limit);
