@@ -4,6 +4,7 @@
  * their adapters here, so the two can never disagree about what a name means.
  */
 import type { ConfigFile } from "../shared/config/schema.ts";
+import { createClaudeAdapter } from "./providers/claude.ts";
 import { createFakeAdapter } from "./providers/fake.ts";
 import type { RuntimeAdapter } from "./providers/types.ts";
 
@@ -24,6 +25,7 @@ export function createAdapters(file: Pick<ConfigFile, "bridge" | "runtimes">, op
   const adapters = new Map<string, RuntimeAdapter>();
   for (const name of enabledRuntimes(file)) {
     // codex and claude adapters arrive with the real-CLI work; until then they are not offered
+    if (name === "claude") adapters.set(name, createClaudeAdapter(file.runtimes.claude));
     if (name === "fake") adapters.set(name, createFakeAdapter(options.fakeCommand ? { command: options.fakeCommand } : {}));
   }
   return adapters;

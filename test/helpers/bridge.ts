@@ -60,8 +60,9 @@ export interface BridgeProcess {
   stop(signal?: NodeJS.Signals): Promise<number>;
 }
 
-export async function startBridgeProcess(env: BridgeEnv): Promise<BridgeProcess> {
-  const proc = spawnCli(["bridge", "--config", env.configPath]);
+/** `processEnv` adds variables to the Bridge's environment (which its providers inherit). */
+export async function startBridgeProcess(env: BridgeEnv, processEnv?: Record<string, string>): Promise<BridgeProcess> {
+  const proc = spawnCli(["bridge", "--config", env.configPath], processEnv ? { env: processEnv } : {});
   const [forWait, forLog] = proc.stderr.tee();
   let log = "";
   void (async () => {

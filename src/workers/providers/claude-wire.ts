@@ -1,0 +1,104 @@
+/**
+ * The stream-json wire of `claude -p` (providers.md "claude"), as far as the adapter reads and writes
+ * it: valibot schemas for the CLI's output lines (loose: the CLI adds fields between releases, and
+ * only the named ones matter here) and builders for the lines the adapter sends.
+ *
+ * Offers: `ClaudeLineSchema` / `ClaudeLine` (system, assistant, user, result, control_request,
+ * control_cancel_request, and the known informational types), the content-block guards
+ * `isTextBlock`, `asToolUse` (which fills a missing input), `isToolResult`, `ToolRequest` (a
+ * `can_use_tool` request) with `isToolRequest`, `PermissionResponse`, and the builders `userLine`, `controlResponse`, `controlError`,
+ * `interruptLine`.
+ */
+import * as v from "valibot";
+
+const TextBlock = v.looseObject({ type: v.literal("text"), text: v.string() });
+const ToolUseBlock = v.looseObject({
+  type: v.literal("tool_use"),
+  id: v.string(),
+  name: v.string(),
+  input: v.optional(v.record(v.string(), v.unknown()), {}),
+});
+const ToolResultBlock = v.looseObject({
+  type: v.literal("tool_result"),
+  tool_use_id: v.string(),
+  is_error: v.optional(v.nullable(v.boolean()), false),
+});
+
+/** Content blocks are checked one by one: a block type the adapter does not know is skipped. */
+const blocks = v.array(v.unknown());
+
+export const isTextBlock = (b: unknown): b is v.InferOutput<typeof TextBlock> => v.is(TextBlock, b);
+export const asToolUse = (b: unknown): v.InferOutput<typeof ToolUseBlock> | null => {
+  const r = v.safeParse(ToolUseBlock, b);
+  return r.success ? r.output : null;
+};
+export const isToolResult = (b: unknown): b is v.InferOutput<typeof ToolResultBlock> => v.is(ToolResultBlock, b);
+
+const PermissionSuggestion = v.looseObject({ destination: v.optional(v.string()) });
+
+const ToolRequestSchema = v.looseObject({
+  subtype: v.literal("can_use_tool"),
+  tool_name: v.string(),
+  input: v.optional(v.record(v.string(), v.unknown()), {}),
+  description: v.optional(v.string()),
+  blocked_path: v.optional(v.string()),
+  permission_suggestions: v.optional(v.array(PermissionSuggestion), []),
+});
+
+export const ClaudeLineSchema = v.variant("type", [
+  v.looseObject({ type: v.literal("system"), subtype: v.optional(v.string()), session_id: v.optional(v.string()) }),
+  v.looseObject({
+    type: v.literal("assistant"),
+    message: v.looseObject({ content: blocks }),
+  }),
+  v.looseObject({
+    type: v.literal("user"),
+    message: v.looseObject({ content: v.union([v.string(), blocks]) }),
+  }),
+  v.looseObject({
+    type: v.literal("result"),
+    is_error: v.optional(v.boolean(), false),
+    result: v.optional(v.string()),
+  }),
+  v.looseObject({
+    type: v.literal("control_request"),
+    request_id: v.string(),
+    request: v.union([ToolRequestSchema, v.looseObject({ subtype: v.string() })]),
+  }),
+  v.looseObject({ type: v.literal("control_cancel_request"), request_id: v.string() }),
+  v.looseObject({
+    type: v.picklist(["control_response", "stream_event", "rate_limit_event", "keep_alive", "auth_status", "tool_progress"]),
+  }),
+]);
+
+export type ClaudeLine = v.InferOutput<typeof ClaudeLineSchema>;
+export type ToolRequest = v.InferOutput<typeof ToolRequestSchema>;
+
+export const isToolRequest = (r: { subtype: string }): r is ToolRequest => v.is(ToolRequestSchema, r);
+
+/** A `can_use_tool` answer (the CLI's PermissionResult). */
+export type PermissionResponse = PermissionAllow | PermissionDeny;
+export interface PermissionAllow {
+  behavior: "allow";
+  updatedInput: Record<string, unknown>;
+  updatedPermissions?: unknown[];
+}
+export interface PermissionDeny {
+  behavior: "deny";
+  message: string;
+  interrupt?: boolean;
+}
+
+/** The task input: one user turn with the prompt as its content. */
+export const userLine = (prompt: string): string =>
+  JSON.stringify({ type: "user", message: { role: "user", content: prompt }, parent_tool_use_id: null, session_id: "" });
+
+export const controlResponse = (requestId: string, response: PermissionResponse): string =>
+  JSON.stringify({ type: "control_response", response: { subtype: "success", request_id: requestId, response } });
+
+/** Refuses a control request the adapter does not serve. */
+export const controlError = (requestId: string, error: string): string =>
+  JSON.stringify({ type: "control_response", response: { subtype: "error", request_id: requestId, error } });
+
+export const interruptLine = (requestId: string): string =>
+  JSON.stringify({ type: "control_request", request_id: requestId, request: { subtype: "interrupt" } });

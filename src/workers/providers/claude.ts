@@ -1,0 +1,268 @@
+/**
+ * The adapter for the real Claude Code CLI (providers.md "claude"): `claude -p` speaking stream-json on
+ * stdio, with permission prompts routed to this adapter (`--permission-prompt-tool stdio`) and from
+ * there to the Bridge's humans.
+ *
+ * Offers: `createClaudeAdapter(settings)` → `RuntimeAdapter` named "claude", from `[runtimes.claude]`
+ * (`bin`, `config_dir` → CLAUDE_CONFIG_DIR when set, `probe_timeout_seconds`); type `ClaudeSettings`.
+ *
+ * Run order: spawn (its own group) → `recordNative({pgid, startTime})` awaited → the prompt line →
+ * `started()` → events, prompts and the session id as they come → one outcome at the `result` line.
+ * Claude has no live steering; a continuation passes `--resume <session>`. The stream is read to its
+ * end, so the CLI never blocks on a full pipe; a malformed or oversized line ends the run with
+ * AGENT_PROVIDER_ERROR.
+ */
+import { expandHome } from "../../shared/config/load.ts";
+import type { ConfigFile } from "../../shared/config/schema.ts";
+import { isServerFsError, ServerFsError } from "../../shared/errors.ts";
+import { cutUtf8 } from "../../shared/utf8.ts";
+import {
+  approvalAnswer,
+  approvalFor,
+  DENIED,
+  editedPaths,
+  isEditTool,
+  isQuestionTool,
+  questionAnswer,
+  questionFor,
+} from "./claude-hitl.ts";
+import { probeVersion } from "./claude-probe.ts";
+import {
+  asToolUse,
+  type ClaudeLine,
+  ClaudeLineSchema,
+  controlError,
+  controlResponse,
+  interruptLine,
+  isTextBlock,
+  isToolRequest,
+  isToolResult,
+  type PermissionResponse,
+  type ToolRequest,
+  userLine,
+} from "./claude-wire.ts";
+import { parseLine } from "./fake-wire.ts";
+import { reconcileFromEvidence } from "./reconcile.ts";
+import { type ProviderProcess, spawnProvider } from "./spawn.ts";
+import type { Outcome, RunContext, RunHandle, RuntimeAdapter } from "./types.ts";
+
+export type ClaudeSettings = Pick<ConfigFile["runtimes"]["claude"], "bin" | "config_dir" | "probe_timeout_seconds">;
+
+/** bridge.md §4.2: adapters cut long free text in events to this many bytes. */
+const EVENT_TEXT_BYTES = 32_768;
+
+const ARGS = ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--permission-prompt-tool", "stdio"];
+
+const failed = (code: ServerFsError["code"], message: string, stderrTail?: string): Outcome =>
+  stderrTail ? { kind: "failed", code, message, stderrTail } : { kind: "failed", code, message };
+
+const failedFrom = (e: unknown): Outcome =>
+  isServerFsError(e) ? failed(e.code, e.message) : failed("AGENT_PROVIDER_ERROR", "agent runtime failed");
+
+const cutText = (key: string, text: string): Record<string, unknown> => {
+  const cut = cutUtf8(text, EVENT_TEXT_BYTES);
+  return cut.truncated ? { [key]: cut.text, truncated: true } : { [key]: cut.text };
+};
+
+/** One run of `claude -p`: the state between the CLI process and the caller. */
+class ClaudeRun {
+  private settle!: (o: Outcome) => void;
+  private settled = false;
+  readonly outcome = new Promise<Outcome>((resolve) => {
+    this.settle = (o) => {
+      if (this.settled) return;
+      this.settled = true;
+      resolve(o);
+    };
+  });
+  private cancelRequested = false;
+  private sawInit = false;
+  /** tool_use id → tool name, so results report the tool without leaking the provider's id. */
+  private readonly tools = new Map<string, string>();
+  /** The control request now with the human, if any. */
+  private pendingRequestId: string | null = null;
+
+  constructor(
+    private readonly proc: ProviderProcess,
+    private readonly ctx: RunContext,
+  ) {}
+
+  async drive(): Promise<void> {
+    try {
+      // a rejection ends the run with its code, before the CLI has its task input
+      await this.ctx.recordNative({ pgid: this.proc.pgid, startTime: this.proc.startTime });
+      if (this.cancelRequested) {
+        this.settle({ kind: "cancelled" });
+        return;
+      }
+      this.proc.send(userLine(this.ctx.prompt));
+      this.ctx.started();
+      for await (const raw of this.proc.lines) {
+        const line = parseLine(ClaudeLineSchema, raw);
+        if (line === null) throw new ServerFsError("AGENT_PROVIDER_ERROR", "the agent runtime sent a malformed line");
+        await this.handle(line);
+      }
+      this.settle(this.endedEarly());
+    } catch (e) {
+      this.settle(failedFrom(e));
+    } finally {
+      await this.proc.lines.return(undefined);
+      this.proc.closeStdin();
+    }
+  }
+
+  private endedEarly(): Outcome {
+    if (this.cancelRequested) return { kind: "cancelled" };
+    return this.notResumed() ?? failed("AGENT_PROVIDER_ERROR", "the agent runtime ended before an outcome", this.proc.stderrTail());
+  }
+
+  /** `--resume` of a session the CLI does not have fails before its init line (an error result, then exit). */
+  private notResumed(): Outcome | null {
+    if (this.sawInit || this.ctx.continueNativeSessionId === null) return null;
+    return failed("AGENT_SESSION_NOT_RESUMABLE", "the agent session could not be resumed");
+  }
+
+  private async handle(line: ClaudeLine): Promise<void> {
+    if (this.settled) return;
+    switch (line.type) {
+      case "system":
+        if (line.subtype === "init" && line.session_id !== undefined) {
+          this.sawInit = true;
+          await this.ctx.recordNative({ sessionId: line.session_id });
+        }
+        return;
+      case "assistant":
+        for (const block of line.message.content) {
+          const toolUse = asToolUse(block);
+          if (isTextBlock(block)) this.ctx.emit("agent.message", cutText("text", block.text));
+          else if (toolUse !== null) this.toolStarted(toolUse.id, toolUse.name, toolUse.input);
+        }
+        return;
+      case "user":
+        if (typeof line.message.content === "string") return;
+        for (const block of line.message.content) {
+          if (!isToolResult(block)) continue;
+          const tool = this.tools.get(block.tool_use_id);
+          if (tool === undefined) continue;
+          this.tools.delete(block.tool_use_id);
+          this.ctx.emit("tool.completed", { tool, is_error: block.is_error === true });
+        }
+        return;
+      case "result":
+        if (this.cancelRequested) this.settle({ kind: "cancelled" });
+        else if (line.is_error) this.settle(this.notResumed() ?? failed("AGENT_PROVIDER_ERROR", line.result || "the agent runtime reported an error"));
+        else this.settle({ kind: "final", text: line.result ?? "" });
+        // one turn per run: closing the input lets the CLI exit
+        this.proc.closeStdin();
+        return;
+      case "control_request":
+        if (isToolRequest(line.request)) this.permission(line.request_id, line.request);
+        else this.proc.send(controlError(line.request_id, "unsupported request"));
+        return;
+      case "control_cancel_request":
+        if (this.pendingRequestId === line.request_id) {
+          this.pendingRequestId = null;
+          this.ctx.abandonInteraction();
+        }
+        return;
+      default:
+        return;
+    }
+  }
+
+  private toolStarted(id: string, name: string, input: Record<string, unknown>): void {
+    this.tools.set(id, name);
+    const command = input["command"];
+    if (name === "Bash" && typeof command === "string") this.ctx.emit("command.started", cutText("command", command));
+    else if (isEditTool(name)) this.ctx.emit("file_change.started", { tool: name, paths: editedPaths(input) });
+    else this.ctx.emit("tool.started", { tool: name });
+  }
+
+  /** Answered without blocking the stream; a request that cannot reach a human is a denial. */
+  private permission(requestId: string, request: ToolRequest): void {
+    const answer = (response: PermissionResponse): void => {
+      if (this.pendingRequestId === requestId) this.pendingRequestId = null;
+      this.proc.send(controlResponse(requestId, response));
+    };
+    this.pendingRequestId = requestId;
+    if (isQuestionTool(request.tool_name)) {
+      const question = questionFor(request);
+      if (question === null) answer(DENIED);
+      else {
+        void this.ctx.askQuestion(question).then(
+          (r) => answer(questionAnswer(request, r)),
+          () => answer(DENIED),
+        );
+      }
+      return;
+    }
+    void this.ctx.requestApproval(approvalFor(request, this.ctx.cwd)).then(
+      (r) => {
+        // the deny carries `interrupt`: the turn ends as a cancellation, not as a provider error
+        if (r.decision === "cancel_task") this.cancelRequested = true;
+        answer(approvalAnswer(request, r));
+      },
+      () => answer(DENIED),
+    );
+  }
+
+  cancel(): void {
+    if (!this.cancelRequested) this.proc.send(interruptLine(`serverfs-interrupt-${this.ctx.taskId}`));
+    this.cancelRequested = true;
+    this.proc.closeStdin();
+  }
+}
+
+const noSteering = (): Promise<void> =>
+  Promise.reject(new ServerFsError("AGENT_PROVIDER_ERROR", "live steering is not supported by this runtime"));
+
+function spawnFailure(outcome: Outcome): RunHandle {
+  return {
+    outcome: Promise.resolve(outcome),
+    pgid: null,
+    sendMessage: noSteering,
+    cancel: () => undefined,
+    closeAndWait: async () => true,
+  };
+}
+
+export function createClaudeAdapter(settings: ClaudeSettings): RuntimeAdapter {
+  const bin = expandHome(settings.bin);
+  const withConfigDir = (env: Readonly<Record<string, string | undefined>>): Record<string, string | undefined> =>
+    settings.config_dir ? { ...env, CLAUDE_CONFIG_DIR: expandHome(settings.config_dir) } : { ...env };
+  return {
+    name: "claude",
+    async probe() {
+      const { available, version } = await probeVersion([bin, "--version"], withConfigDir(process.env), settings.probe_timeout_seconds * 1000);
+      return {
+        name: "claude",
+        available,
+        version,
+        persistent_session: true,
+        live_steer: false,
+        interactive_approval: true,
+        interactive_question: true,
+        in_flight_recovery: "session-resume",
+      };
+    },
+    start(ctx) {
+      const resume = ctx.continueNativeSessionId !== null ? ["--resume", ctx.continueNativeSessionId] : [];
+      let proc: ProviderProcess;
+      try {
+        proc = spawnProvider({ command: [bin, ...ARGS, ...resume], cwd: ctx.cwd, env: withConfigDir(ctx.env), mark: ctx.mark });
+      } catch (e) {
+        return spawnFailure(failedFrom(e));
+      }
+      const run = new ClaudeRun(proc, ctx);
+      void run.drive();
+      return {
+        outcome: run.outcome,
+        pgid: proc.pgid,
+        sendMessage: noSteering,
+        cancel: () => run.cancel(),
+        closeAndWait: (ms) => proc.closeAndWait(ms),
+      };
+    },
+    reconcile: reconcileFromEvidence,
+  };
+}
