@@ -5,6 +5,7 @@
  */
 import type { ConfigFile } from "../shared/config/schema.ts";
 import { createClaudeAdapter } from "./providers/claude.ts";
+import { createCodexAdapter } from "./providers/codex.ts";
 import { createFakeAdapter } from "./providers/fake.ts";
 import type { RuntimeAdapter } from "./providers/types.ts";
 
@@ -24,8 +25,8 @@ export function enabledRuntimes(file: Pick<ConfigFile, "bridge" | "runtimes">): 
 export function createAdapters(file: Pick<ConfigFile, "bridge" | "runtimes">, options: RuntimeOptions = {}): Map<string, RuntimeAdapter> {
   const adapters = new Map<string, RuntimeAdapter>();
   for (const name of enabledRuntimes(file)) {
-    // codex and claude adapters arrive with the real-CLI work; until then they are not offered
     if (name === "claude") adapters.set(name, createClaudeAdapter(file.runtimes.claude));
+    if (name === "codex") adapters.set(name, createCodexAdapter(file.runtimes.codex));
     if (name === "fake") adapters.set(name, createFakeAdapter(options.fakeCommand ? { command: options.fakeCommand } : {}));
   }
   return adapters;

@@ -26,7 +26,7 @@ import {
   questionAnswer,
   questionFor,
 } from "./claude-hitl.ts";
-import { probeVersion } from "./claude-probe.ts";
+import { probeVersion } from "./version-probe.ts";
 import {
   asToolUse,
   type ClaudeLine,

@@ -1,0 +1,84 @@
+/**
+ * What a codex thread item becomes on the Bridge's side (providers.md "codex" steps 4–5, bridge.md
+ * §4.3): the compact `item.started` / `item.completed` payload, and the final text of a turn.
+ *
+ * Offers:
+ * - `itemPayload(item)`: `type`, plus `text`/`phase` for `agentMessage`, `command`, `cwd`, `status`,
+ *   `exitCode` for `commandExecution`, `status` and `changes[].path` for `fileChange`; long free text
+ *   cut to 32 KiB with `truncated: true`. Other items (the user's own message among them) carry only
+ *   their type, so a prompt never reaches an event.
+ * - `AgentMessages`: collects completed `agentMessage` items; `finalText()` = the last with phase
+ *   `final_answer`, else the last, else "".
+ * - `cutEventText(text)`, `filePaths(item)`, type `CodexItem`.
+ */
+import * as v from "valibot";
+import { cutUtf8 } from "../../shared/utf8.ts";
+
+/** bridge.md §4.2: adapters cut long free text in events to this many bytes. */
+const EVENT_TEXT_BYTES = 32_768;
+
+const ChangesSchema = v.array(v.looseObject({ path: v.string() }));
+
+export const CodexItemSchema = v.looseObject({
+  type: v.string(),
+  id: v.optional(v.string()),
+  text: v.optional(v.string()),
+  phase: v.optional(v.nullable(v.string())),
+  command: v.optional(v.nullable(v.string())),
+  cwd: v.optional(v.nullable(v.string())),
+  status: v.optional(v.nullable(v.string())),
+  exitCode: v.optional(v.nullable(v.number())),
+  changes: v.optional(v.nullable(ChangesSchema)),
+});
+export type CodexItem = v.InferOutput<typeof CodexItemSchema>;
+
+/** A UTF-8-safe prefix of at most 32 KiB and whether it was cut. */
+export function cutEventText(text: string): { text: string; truncated: boolean } {
+  return cutUtf8(text, EVENT_TEXT_BYTES);
+}
+
+export function filePaths(item: CodexItem): { path: string }[] {
+  return (item.changes ?? []).map((c) => ({ path: c.path }));
+}
+
+export function itemPayload(item: CodexItem): Record<string, unknown> {
+  const payload: Record<string, unknown> = { type: item.type };
+  let truncated = false;
+  const text = (key: string, value: string | null | undefined): void => {
+    if (typeof value !== "string") return;
+    const cut = cutEventText(value);
+    payload[key] = cut.text;
+    truncated ||= cut.truncated;
+  };
+  switch (item.type) {
+    case "agentMessage":
+      text("text", item.text);
+      if (item.phase) payload["phase"] = item.phase;
+      break;
+    case "commandExecution":
+      text("command", item.command);
+      if (item.cwd) payload["cwd"] = item.cwd;
+      if (item.status) payload["status"] = item.status;
+      if (item.exitCode !== undefined && item.exitCode !== null) payload["exitCode"] = item.exitCode;
+      break;
+    case "fileChange":
+      if (item.status) payload["status"] = item.status;
+      payload["changes"] = filePaths(item);
+      break;
+  }
+  if (truncated) payload["truncated"] = true;
+  return payload;
+}
+
+export class AgentMessages {
+  private readonly messages: { text: string; phase: string | null }[] = [];
+
+  add(item: CodexItem): void {
+    if (item.type === "agentMessage") this.messages.push({ text: item.text ?? "", phase: item.phase ?? null });
+  }
+
+  finalText(): string {
+    const final = this.messages.findLast((m) => m.phase === "final_answer");
+    return (final ?? this.messages.at(-1))?.text ?? "";
+  }
+}

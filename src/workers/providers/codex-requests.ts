@@ -1,0 +1,191 @@
+/**
+ * Codex's server→client requests as the Bridge's human-in-the-loop requests (providers.md "codex"
+ * step 6): the approval or question payload a request becomes, and the reply each resolution gives.
+ *
+ * Offers `planServerRequest(method, params, knownChanges)` → `ServerRequestPlan`:
+ * - `item/commandExecution/requestApproval` → a `command` approval; `availableDecisions` mapped
+ *   (default approve_once, deny, cancel_task);
+ * - `item/fileChange/requestApproval` → a `file_change` approval with the paths of the item's changes;
+ * - `item/permissions/requestApproval` → a `provider_permission` approval with one requested permission
+ *   per profile part (`network`, `file_system`), answered with exactly the granted subset;
+ * - `item/tool/requestUserInput` → a question (option ids = labels); a secret question is refused;
+ * - anything else → refused with -32601.
+ * An approval whose human never answers gets `onNoAnswer` (a decline: the run goes on).
+ */
+import * as v from "valibot";
+import type { ApprovalPayload, ApprovalResolution, Decision, QuestionPayload, QuestionResolution } from "./types.ts";
+import { METHOD_NOT_FOUND } from "./codex-rpc.ts";
+
+type Reply = Record<string, unknown>;
+
+export type ServerRequestPlan =
+  | { kind: "approval"; payload: ApprovalPayload; answer(r: ApprovalResolution): Reply; onNoAnswer: Reply }
+  | { kind: "question"; payload: QuestionPayload; answer(r: QuestionResolution): Reply }
+  | { kind: "refuse"; code: number; message: string };
+
+const TO_CODEX: Record<Decision, string> = {
+  approve_once: "accept",
+  approve_session: "acceptForSession",
+  deny: "decline",
+  cancel_task: "cancel",
+};
+const FROM_CODEX = new Map(Object.entries(TO_CODEX).map(([ours, theirs]) => [theirs, ours as Decision]));
+const DEFAULT_DECISIONS: Decision[] = ["approve_once", "deny", "cancel_task"];
+
+const text = v.optional(v.nullable(v.string()));
+
+const CommandParams = v.looseObject({
+  itemId: v.string(),
+  command: text,
+  cwd: text,
+  reason: text,
+  // structured entries (policy amendments) have no ServerFS decision and are left out
+  availableDecisions: v.optional(v.nullable(v.array(v.unknown()))),
+});
+const FileChangeParams = v.looseObject({ itemId: v.string(), reason: text });
+const PermissionsParams = v.looseObject({
+  itemId: v.string(),
+  cwd: text,
+  reason: text,
+  permissions: v.looseObject({
+    network: v.optional(v.nullable(v.record(v.string(), v.unknown()))),
+    fileSystem: v.optional(v.nullable(v.record(v.string(), v.unknown()))),
+  }),
+});
+const UserInputParams = v.looseObject({
+  itemId: v.string(),
+  questions: v.array(
+    v.looseObject({
+      id: v.string(),
+      header: v.optional(v.string(), ""),
+      question: v.string(),
+      isOther: v.optional(v.boolean(), false),
+      isSecret: v.optional(v.boolean(), false),
+      options: v.optional(v.nullable(v.array(v.looseObject({ label: v.string(), description: v.optional(v.string()) })))),
+    }),
+  ),
+});
+
+const decisionReply = (r: ApprovalResolution): Reply => ({ decision: TO_CODEX[r.decision] });
+const DECLINE: Reply = { decision: "decline" };
+
+function mapDecisions(offered: unknown[] | null | undefined): Decision[] {
+  if (!offered) return DEFAULT_DECISIONS;
+  const mapped = offered.flatMap((d) => {
+    const ours = typeof d === "string" ? FROM_CODEX.get(d) : undefined;
+    return ours ? [ours] : [];
+  });
+  return mapped.length > 0 ? mapped : DEFAULT_DECISIONS;
+}
+
+/** Optional strings of a payload, present only when the provider gave them. */
+function strings(fields: Record<string, string | null | undefined>): Record<string, string> {
+  return Object.fromEntries(Object.entries(fields).filter((e): e is [string, string] => typeof e[1] === "string" && e[1] !== ""));
+}
+
+const refuse = (code: number, message: string): ServerRequestPlan => ({ kind: "refuse", code, message });
+const INVALID_PARAMS = -32602;
+
+/** The codex profile key behind each permission id. */
+const PERMISSION_KEYS = { network: "network", file_system: "fileSystem" } as const;
+
+export function planServerRequest(
+  method: string,
+  params: Record<string, unknown>,
+  knownChanges: (itemId: string) => { path: string }[],
+): ServerRequestPlan {
+  switch (method) {
+    case "item/commandExecution/requestApproval": {
+      const p = v.safeParse(CommandParams, params);
+      if (!p.success) return refuse(INVALID_PARAMS, "invalid approval request");
+      const { command, cwd, reason, availableDecisions } = p.output;
+      return {
+        kind: "approval",
+        payload: {
+          category: "command",
+          title: "Run a command",
+          available_decisions: mapDecisions(availableDecisions),
+          ...strings({ command_display: command, reason, relative_cwd: cwd }),
+        },
+        answer: decisionReply,
+        onNoAnswer: DECLINE,
+      };
+    }
+    case "item/fileChange/requestApproval": {
+      const p = v.safeParse(FileChangeParams, params);
+      if (!p.success) return refuse(INVALID_PARAMS, "invalid approval request");
+      return {
+        kind: "approval",
+        payload: {
+          category: "file_change",
+          title: "Apply file changes",
+          available_decisions: [],
+          file_changes: knownChanges(p.output.itemId),
+          ...strings({ reason: p.output.reason }),
+        },
+        answer: decisionReply,
+        onNoAnswer: DECLINE,
+      };
+    }
+    case "item/permissions/requestApproval": {
+      const p = v.safeParse(PermissionsParams, params);
+      if (!p.success) return refuse(INVALID_PARAMS, "invalid approval request");
+      const { permissions, cwd, reason } = p.output;
+      const requested = (Object.keys(PERMISSION_KEYS) as (keyof typeof PERMISSION_KEYS)[]).flatMap((id) => {
+        const details = permissions[PERMISSION_KEYS[id]];
+        return details ? [{ permission_id: id, kind: id, details }] : [];
+      });
+      return {
+        kind: "approval",
+        payload: {
+          category: "provider_permission",
+          title: "Grant additional permissions",
+          available_decisions: [],
+          requested_permissions: requested,
+          ...strings({ reason, relative_cwd: cwd }),
+        },
+        answer(r) {
+          const granted: Reply = {};
+          if (r.decision === "approve_once" || r.decision === "approve_session") {
+            for (const entry of requested) {
+              if (r.granted_permission_ids.includes(entry.permission_id)) granted[PERMISSION_KEYS[entry.permission_id as keyof typeof PERMISSION_KEYS]] = entry.details;
+            }
+          }
+          return { permissions: granted, scope: r.decision === "approve_session" ? "session" : "turn" };
+        },
+        onNoAnswer: { permissions: {}, scope: "turn" },
+      };
+    }
+    case "item/tool/requestUserInput": {
+      const p = v.safeParse(UserInputParams, params);
+      if (!p.success) return refuse(INVALID_PARAMS, "invalid question request");
+      if (p.output.questions.some((q) => q.isSecret)) return refuse(INVALID_PARAMS, "secret questions are not supported");
+      return {
+        kind: "question",
+        payload: {
+          questions: p.output.questions.map((q) => {
+            const options = (q.options ?? []).map((o) => ({
+              option_id: o.label,
+              label: o.label,
+              ...(o.description ? { description: o.description } : {}),
+            }));
+            return {
+              question_id: q.id,
+              prompt: q.header ? `${q.header}: ${q.question}` : q.question,
+              options,
+              multi_select: false,
+              allow_free_text: q.isOther || options.length === 0,
+            };
+          }),
+        },
+        answer: (r) => ({
+          answers: Object.fromEntries(
+            r.answers.map((a) => [a.question_id, { answers: [...a.selected_option_ids, ...(a.text ? [a.text] : [])] }]),
+          ),
+        }),
+      };
+    }
+    default:
+      return refuse(METHOD_NOT_FOUND, "method not supported by this client");
+  }
+}

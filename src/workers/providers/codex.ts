@@ -1,0 +1,364 @@
+/**
+ * The adapter for the real `codex` runtime (providers.md "codex: `codex app-server` over stdio",
+ * bridge.md §13): one `codex app-server` child per run, driven over the JSON-RPC of `codex-rpc.ts`.
+ *
+ * Offers `createCodexAdapter(settings)` → `RuntimeAdapter` named "codex", from `[runtimes.codex]`:
+ * `bin` (PATH lookup when not absolute, `~` expanded), `codex_home` (→ CODEX_HOME), and
+ * `request_timeout_seconds` (bounds the probe and every request ServerFS sends), `approval_policy` /
+ * `sandbox` (passed on thread/start and thread/resume only when set; a review task always runs with
+ * sandbox "read-only"). Type `CodexSettings`.
+ *
+ * Run order: spawn (its own group) → `recordNative({pgid, startTime})` awaited → initialize +
+ * initialized (else AGENT_RUNTIME_NOT_READY) → thread/start or thread/resume (the thread id is the
+ * native session) → turn/start (the turn id) → `started()` → this thread's notifications and requests
+ * as they come → one outcome at turn/completed. stdin is closed once the outcome is known, which
+ * ends the app-server; a malformed or oversized line ends the run with AGENT_PROVIDER_ERROR.
+ */
+import { expandHome } from "../../shared/config/load.ts";
+import type { ConfigFile } from "../../shared/config/schema.ts";
+import { isServerFsError, ServerFsError } from "../../shared/errors.ts";
+import { VERSION } from "../../shared/version.ts";
+import * as v from "valibot";
+import { probeVersion } from "./version-probe.ts";
+import { AgentMessages, type CodexItem, CodexItemSchema, cutEventText, filePaths, itemPayload } from "./codex-items.ts";
+import { planServerRequest } from "./codex-requests.ts";
+import { CodexRpc, type Incoming, parseIncoming, type RequestId, RpcFailure } from "./codex-rpc.ts";
+import { reconcileFromEvidence } from "./reconcile.ts";
+import { type ProviderProcess, spawnProvider } from "./spawn.ts";
+import type { Outcome, RunContext, RunHandle, RuntimeAdapter } from "./types.ts";
+
+export type CodexSettings = ConfigFile["runtimes"]["codex"];
+
+/** A human's answer that never comes back to codex is refused with this JSON-RPC code. */
+const NO_ANSWER = -32000;
+
+const ThreadResult = v.looseObject({ thread: v.looseObject({ id: v.string() }) });
+const TurnResult = v.looseObject({ turn: v.looseObject({ id: v.string() }) });
+const TurnCompleted = v.looseObject({
+  turn: v.looseObject({
+    id: v.string(),
+    status: v.string(),
+    error: v.optional(v.nullable(v.looseObject({ message: v.optional(v.string()) }))),
+  }),
+});
+const ItemNotification = v.looseObject({ item: CodexItemSchema });
+const ErrorNotification = v.looseObject({
+  error: v.optional(v.nullable(v.looseObject({ message: v.optional(v.string()) }))),
+  willRetry: v.optional(v.boolean(), false),
+});
+
+const failed = (code: ServerFsError["code"], message: string, stderrTail?: string): Outcome =>
+  stderrTail ? { kind: "failed", code, message, stderrTail } : { kind: "failed", code, message };
+
+const failedFrom = (e: unknown): Outcome =>
+  isServerFsError(e) ? failed(e.code, e.message) : failed("AGENT_PROVIDER_ERROR", "agent runtime failed");
+
+const notActive = (): ServerFsError => new ServerFsError("AGENT_TASK_NOT_ACTIVE", "the provider is not ready for a message");
+
+/** Parses a result the protocol promises; anything else is the provider's error. */
+function expect<T extends v.GenericSchema>(schema: T, value: unknown, phrase: string): v.InferOutput<T> {
+  const r = v.safeParse(schema, value);
+  if (!r.success) throw new ServerFsError("AGENT_PROVIDER_ERROR", phrase);
+  return r.output;
+}
+
+const textInput = (text: string) => [{ type: "text", text, text_elements: [] }];
+
+/** One run of `codex app-server`: the state between its process and the caller. */
+class CodexRun {
+  private settle!: (o: Outcome) => void;
+  private settled = false;
+  readonly outcome = new Promise<Outcome>((resolve) => {
+    this.settle = (o) => {
+      if (this.settled) return;
+      this.settled = true;
+      this.openTurnGate();
+      this.proc.closeStdin();
+      resolve(o);
+    };
+  });
+  private readonly rpc: CodexRpc;
+  private threadId: string | null = null;
+  private turnId: string | null = null;
+  /** The turn was started and has not ended: steering and interrupts go to it. */
+  private running = false;
+  private cancelRequested = false;
+  private readonly messages = new AgentMessages();
+  private readonly changes = new Map<string, { path: string }[]>();
+  /** Server requests waiting on a human, by their id's JSON (ids are numbers or strings). */
+  private readonly withHuman = new Set<string>();
+  private openTurnGate!: () => void;
+  /** Requests are handed to the human only once the task is running. */
+  private readonly turnGate = new Promise<void>((resolve) => {
+    this.openTurnGate = resolve;
+  });
+
+  constructor(
+    private readonly proc: ProviderProcess,
+    private readonly ctx: RunContext,
+    private readonly settings: CodexSettings,
+  ) {
+    this.rpc = new CodexRpc(proc, settings.request_timeout_seconds * 1000);
+  }
+
+  async drive(): Promise<void> {
+    let reading: Promise<void> = Promise.resolve();
+    try {
+      // a rejection ends the run with its code, before the provider has its task input
+      await this.ctx.recordNative({ pgid: this.proc.pgid, startTime: this.proc.startTime });
+      reading = this.read();
+      await this.step(
+        this.rpc.request("initialize", {
+          clientInfo: { name: "serverfs-agent-bridge", title: "ServerFS Agent Bridge", version: VERSION },
+          capabilities: { experimentalApi: true },
+        }),
+        "AGENT_RUNTIME_NOT_READY",
+        "the agent runtime failed its handshake",
+      );
+      this.rpc.notify("initialized");
+      const threadId = await this.openThread();
+      this.threadId = threadId;
+      await this.ctx.recordNative({ sessionId: threadId });
+      const turn = await this.step(
+        this.rpc.request("turn/start", { threadId, input: textInput(this.ctx.prompt) }),
+        "AGENT_PROVIDER_ERROR",
+        "the agent runtime refused the turn",
+      );
+      this.turnId = expect(TurnResult, turn, "the agent runtime sent no turn").turn.id;
+      if (this.settled) return;
+      this.running = true;
+      this.ctx.started();
+      this.openTurnGate();
+      if (this.cancelRequested) this.interrupt();
+      await this.ctx.recordNative({ turnId: this.turnId });
+      await reading;
+      this.settle(
+        this.cancelRequested
+          ? { kind: "cancelled" }
+          : failed("AGENT_PROVIDER_ERROR", "the agent runtime ended before an outcome", this.proc.stderrTail()),
+      );
+    } catch (e) {
+      this.settle(this.cancelRequested ? { kind: "cancelled" } : failedFrom(e));
+    } finally {
+      this.running = false;
+      this.proc.closeStdin();
+      await reading;
+      this.rpc.close();
+    }
+  }
+
+  /** Awaits one of our requests; a refusal, timeout or closed stream becomes `code`. */
+  private async step(request: Promise<unknown>, code: ServerFsError["code"], phrase: string): Promise<unknown> {
+    try {
+      return await request;
+    } catch {
+      throw new ServerFsError(code, phrase);
+    }
+  }
+
+  private async openThread(): Promise<string> {
+    const overrides: Record<string, string> = {};
+    if (this.settings.approval_policy) overrides["approvalPolicy"] = this.settings.approval_policy;
+    const sandbox = this.ctx.profile === "review" ? "read-only" : this.settings.sandbox;
+    if (sandbox) overrides["sandbox"] = sandbox;
+    const resumeId = this.ctx.continueNativeSessionId;
+    if (resumeId === null) {
+      const r = await this.step(
+        this.rpc.request("thread/start", { cwd: this.ctx.cwd, ...overrides }),
+        "AGENT_PROVIDER_ERROR",
+        "the agent runtime refused to start a thread",
+      );
+      return expect(ThreadResult, r, "the agent runtime sent no thread").thread.id;
+    }
+    const r = await this.step(
+      this.rpc.request("thread/resume", { threadId: resumeId, cwd: this.ctx.cwd, excludeTurns: true, ...overrides }),
+      "AGENT_SESSION_NOT_RESUMABLE",
+      "the session cannot be resumed",
+    );
+    const id = v.safeParse(ThreadResult, r);
+    if (!id.success || id.output.thread.id !== resumeId) {
+      throw new ServerFsError("AGENT_SESSION_NOT_RESUMABLE", "the session cannot be resumed");
+    }
+    return resumeId;
+  }
+
+  /** Reads the stream to its end, so the provider never blocks on a full pipe. */
+  private async read(): Promise<void> {
+    try {
+      for await (const line of this.proc.lines) {
+        const message = parseIncoming(line);
+        if (message === null) throw new ServerFsError("AGENT_PROVIDER_ERROR", "the agent runtime sent a malformed line");
+        this.handle(message);
+      }
+    } catch (e) {
+      this.settle(failedFrom(e));
+    } finally {
+      this.rpc.close();
+    }
+  }
+
+  private handle(message: Incoming): void {
+    if (message.kind === "response") this.rpc.dispatch(message);
+    else if (message.kind === "request") void this.onRequest(message.id, message.method, message.params);
+    else this.onNotification(message.method, message.params);
+  }
+
+  /** Only this run's thread and turn count; the app-server also reports on itself. */
+  private ours(params: Record<string, unknown>): boolean {
+    if (this.threadId === null || params["threadId"] !== this.threadId) return false;
+    const turnId = params["turnId"];
+    return turnId === undefined || this.turnId === null || turnId === this.turnId;
+  }
+
+  private onNotification(method: string, params: Record<string, unknown>): void {
+    if (this.settled || !this.ours(params)) return;
+    switch (method) {
+      case "turn/started":
+        this.ctx.emit("turn.started", {});
+        return;
+      case "item/started":
+      case "item/completed": {
+        const p = v.safeParse(ItemNotification, params);
+        if (!p.success) return;
+        const item: CodexItem = p.output.item;
+        if (item.type === "fileChange" && item.id !== undefined) this.changes.set(item.id, filePaths(item));
+        if (method === "item/completed") this.messages.add(item);
+        this.ctx.emit(method === "item/started" ? "item.started" : "item.completed", itemPayload(item));
+        return;
+      }
+      case "error": {
+        const p = v.safeParse(ErrorNotification, params);
+        if (!p.success) return;
+        const cut = cutEventText(p.output.error?.message ?? "");
+        this.ctx.emit("provider.error", {
+          message: cut.text,
+          will_retry: p.output.willRetry,
+          ...(cut.truncated ? { truncated: true } : {}),
+        });
+        return;
+      }
+      case "serverRequest/resolved": {
+        const key = JSON.stringify(params["requestId"]);
+        if (this.withHuman.delete(key)) this.ctx.abandonInteraction();
+        return;
+      }
+      case "turn/completed":
+        this.onTurnCompleted(params);
+        return;
+    }
+  }
+
+  private onTurnCompleted(params: Record<string, unknown>): void {
+    const p = v.safeParse(TurnCompleted, params);
+    if (!p.success || (this.turnId !== null && p.output.turn.id !== this.turnId)) return;
+    this.running = false;
+    const { status, error } = p.output.turn;
+    if (status === "completed") this.settle({ kind: "final", text: this.messages.finalText() });
+    else if (status === "interrupted" && this.cancelRequested) this.settle({ kind: "cancelled" });
+    else if (status === "interrupted") this.settle(failed("AGENT_PROVIDER_ERROR", "the agent runtime interrupted the turn"));
+    else this.settle(failed("AGENT_PROVIDER_ERROR", error?.message || "the agent runtime failed the turn"));
+  }
+
+  private async onRequest(id: RequestId, method: string, params: Record<string, unknown>): Promise<void> {
+    await this.turnGate;
+    if (this.settled) return;
+    if (!this.ours(params)) return this.rpc.replyError(id, NO_ANSWER, "not a request of this client's turn");
+    const plan = planServerRequest(method, params, (itemId) => this.changes.get(itemId) ?? []);
+    if (plan.kind === "refuse") return this.rpc.replyError(id, plan.code, plan.message);
+    const key = JSON.stringify(id);
+    this.withHuman.add(key);
+    // true once: the human's answer and the provider's withdrawal race for the request
+    const stillPending = (): boolean => this.withHuman.delete(key);
+    if (plan.kind === "approval") {
+      try {
+        const r = await this.ctx.requestApproval(plan.payload);
+        if (!stillPending()) return;
+        // ServerFS itself ends the task on cancel_task: the interrupted turn is then no failure
+        if (r.decision === "cancel_task") this.cancelRequested = true;
+        this.rpc.reply(id, plan.answer(r));
+      } catch {
+        if (stillPending()) this.rpc.reply(id, plan.onNoAnswer);
+      }
+      return;
+    }
+    try {
+      const r = await this.ctx.askQuestion(plan.payload);
+      if (stillPending()) this.rpc.reply(id, plan.answer(r));
+    } catch {
+      if (stillPending()) this.rpc.replyError(id, NO_ANSWER, "no answer will come");
+    }
+  }
+
+  private interrupt(): void {
+    if (this.threadId === null || this.turnId === null) return;
+    // the outcome comes with turn/completed (interrupted); a lost reply is covered by the caller's kill
+    this.rpc.request("turn/interrupt", { threadId: this.threadId, turnId: this.turnId }).catch(() => undefined);
+  }
+
+  async sendMessage(text: string): Promise<void> {
+    if (!this.running || this.settled || this.threadId === null || this.turnId === null) throw notActive();
+    try {
+      await this.rpc.request("turn/steer", { threadId: this.threadId, input: textInput(text), expectedTurnId: this.turnId });
+    } catch (e) {
+      if (e instanceof RpcFailure && e.kind === "closed") throw notActive();
+      throw new ServerFsError("AGENT_PROVIDER_ERROR", "the agent runtime refused the message");
+    }
+  }
+
+  cancel(): void {
+    if (this.cancelRequested) return;
+    this.cancelRequested = true;
+    if (this.running) this.interrupt();
+    else this.proc.closeStdin();
+  }
+}
+
+function spawnFailure(outcome: Outcome): RunHandle {
+  return {
+    outcome: Promise.resolve(outcome),
+    pgid: null,
+    sendMessage: () => Promise.reject(notActive()),
+    cancel: () => undefined,
+    closeAndWait: async () => true,
+  };
+}
+
+export function createCodexAdapter(settings: CodexSettings): RuntimeAdapter {
+  const bin = expandHome(settings.bin);
+  const codexHome = expandHome(settings.codex_home);
+  const envOf = (env: RunContext["env"]) => ({ ...env, CODEX_HOME: codexHome });
+  return {
+    name: "codex",
+    async probe() {
+      const probe = await probeVersion([bin, "--version"], envOf(process.env), settings.request_timeout_seconds * 1000);
+      return {
+        name: "codex",
+        available: probe.available,
+        version: probe.version,
+        persistent_session: true,
+        live_steer: true,
+        interactive_approval: true,
+        interactive_question: true,
+        in_flight_recovery: "session-resume",
+      };
+    },
+    start(ctx) {
+      let proc: ProviderProcess;
+      try {
+        proc = spawnProvider({ command: [bin, "app-server"], cwd: ctx.cwd, env: envOf(ctx.env), mark: ctx.mark });
+      } catch (e) {
+        return spawnFailure(failedFrom(e));
+      }
+      const run = new CodexRun(proc, ctx, settings);
+      void run.drive();
+      return {
+        outcome: run.outcome,
+        pgid: proc.pgid,
+        sendMessage: (text) => run.sendMessage(text),
+        cancel: () => run.cancel(),
+        closeAndWait: (ms) => proc.closeAndWait(ms),
+      };
+    },
+    reconcile: reconcileFromEvidence,
+  };
+}
