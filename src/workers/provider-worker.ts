@@ -13,6 +13,7 @@ import { appendEvents } from "../shared/store/events.ts";
 import { openDatabase } from "../shared/store/open.ts";
 import { recordProvider, transition } from "../shared/store/tasks.ts";
 import { DEFAULT_BATCHING, EventBatcher, type PendingEvent } from "./event-batcher.ts";
+import { IdleTimer } from "./idle-timer.ts";
 import type { ProviderHost, ProviderWorkerApi, RunReport, RunSpec } from "./provider-protocol.ts";
 import type { NativeFacts, Outcome, RunContext, RunHandle, RuntimeAdapter } from "./providers/types.ts";
 import { createAdapters, type RuntimeOptions } from "./runtimes.ts";
@@ -25,6 +26,9 @@ interface LiveRun {
 let db: Database | null = null;
 let adapters = new Map<string, RuntimeAdapter>();
 let providerEnv: Record<string, string | undefined> = {};
+let idleSeconds: Record<string, number> = {};
+
+const idleTimeoutMs = (runtime: string): number => (idleSeconds[runtime] ?? 0) * 1000;
 const runs = new Map<string, LiveRun>();
 
 const store = (): Database => {
@@ -71,6 +75,29 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
     DEFAULT_BATCHING,
   );
 
+  let reported = false;
+  const report = async (outcome: Outcome) => {
+    if (reported) return;
+    reported = true;
+    batcher.flush();
+    await host.outcome(spec.taskId, outcome);
+  };
+  const idle = new IdleTimer(idleTimeoutMs(spec.runtime), () => {
+    void report({ kind: "failed", code: "AGENT_PROVIDER_DISCONNECTED", message: "the provider wrote nothing within its idle timeout" }).then(() => {
+      live.handle?.cancel();
+      live.cancelled();
+    });
+  });
+  const withHuman = async <T>(ask: () => Promise<T>): Promise<T> => {
+    batcher.flush();
+    idle.pause();
+    try {
+      return await ask();
+    } finally {
+      idle.resume();
+    }
+  };
+
   const ctx: RunContext = {
     taskId: spec.taskId,
     cwd: spec.cwd,
@@ -80,14 +107,9 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
     mark: spec.mark,
     env: providerEnv,
     emit: (type, payload) => batcher.push({ event_type: type, payload: redactor.redactValue(payload) }),
-    requestApproval: async (payload) => {
-      batcher.flush();
-      return (await host.interact(spec.taskId, "approval", redactor.redactValue({ ...payload }))) as never;
-    },
-    askQuestion: async (payload) => {
-      batcher.flush();
-      return (await host.interact(spec.taskId, "question", redactor.redactValue({ ...payload }))) as never;
-    },
+    requestApproval: (payload) => withHuman(() => host.interact(spec.taskId, "approval", redactor.redactValue({ ...payload })) as never),
+    askQuestion: (payload) => withHuman(() => host.interact(spec.taskId, "question", redactor.redactValue({ ...payload })) as never),
+    activity: () => idle.touch(),
     abandonInteraction: () => {
       batcher.flush();
       host.withdrawn(spec.taskId);
@@ -115,11 +137,10 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
 
   const handle = adapter.start(ctx);
   live.handle = handle;
-  const delivered = handle.outcome.then(async (outcome) => {
-    batcher.flush();
-    await host.outcome(spec.taskId, finalOutcome(outcome, brokenBy, redactor));
-  });
+  idle.touch();
+  const delivered = handle.outcome.then((outcome) => report(finalOutcome(outcome, brokenBy, redactor)));
   await Promise.race([delivered, cancelled]);
+  idle.stop();
   const leaderExited = await handle.closeAndWait(10_000);
   batcher.flush();
   runs.delete(spec.taskId);
@@ -140,6 +161,10 @@ const api: ProviderWorkerApi & { configure(file: Pick<ConfigFile, "bridge" | "ru
   },
   configure(file, options) {
     adapters = createAdapters(file, options);
+    idleSeconds = {
+      codex: file.runtimes.codex.event_idle_timeout_seconds,
+      claude: file.runtimes.claude.event_idle_timeout_seconds,
+    };
     providerEnv = { ...process.env };
   },
   run,

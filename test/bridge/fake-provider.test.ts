@@ -35,6 +35,8 @@ interface Recorded {
   events: { type: string; payload: Record<string, unknown> }[];
   approvals: ApprovalPayload[];
   questions: QuestionPayload[];
+  /** Provider output lines reported through `activity()`. */
+  lines?: number;
   /** /proc facts read while recordNative({pgid, startTime}) ran. */
   leaderAtRecord: { pgrp: number; startTime: number; environHasMark: boolean } | null;
   handle: RunHandle;
@@ -107,6 +109,9 @@ function run(prompt: string, o: RunOptions = {}): Recorded {
     },
     started() {
       // the provider worker's cue to move the task to running; nothing to record here
+    },
+    activity() {
+      rec.lines = (rec.lines ?? 0) + 1;
     },
     async recordNative(facts) {
       rec.order.push("native");
@@ -223,6 +228,8 @@ describe("providers.md fake: the scripted runtime", () => {
     const { r, outcome } = await outcomeOf("complete:all done: yes");
     expect(outcome).toEqual({ kind: "final", text: "all done: yes" });
     expect(r.natives[1]).toEqual({ sessionId: `fake-session-${r.taskId}`, turnId: `fake-turn-${r.taskId}` });
+    // every line the provider wrote reached the idle timer as activity
+    expect(r.lines ?? 0).toBeGreaterThan(0);
   });
 
   test("repeat:N:TEXT completes with exactly N × bytes(TEXT) bytes", async () => {

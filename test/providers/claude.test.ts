@@ -147,6 +147,7 @@ function run(s: ReturnType<typeof setup>, prompt: string, o: RunOptions = {}): R
     started() {
       rec.order.push("started");
     },
+    activity: () => undefined,
     async recordNative(facts) {
       rec.order.push("native");
       rec.natives.push(facts);

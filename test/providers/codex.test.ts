@@ -141,6 +141,7 @@ function run(h: Harness, prompt: string, o: RunOptions = {}): Recorded {
     started: () => {
       rec.started++;
     },
+    activity: () => undefined,
     async recordNative(facts) {
       rec.natives.push(facts);
     },
@@ -362,5 +363,29 @@ describe.skipIf(!present)("bridge.md §13 codex through the real Bridge", () => 
     expect(events[0]).toBe("task.started");
     expect(events).toContain("turn.started");
     expect(events.at(-1)).toBe("task.completed");
+  }, 40_000);
+
+  test("a provider silent past event_idle_timeout_seconds fails the task AGENT_PROVIDER_DISCONNECTED and is stopped", async () => {
+    const h = harness([{ hang: true }]);
+    const env = bridgeEnv({
+      config: { runtimes: { codex: { enabled: true, bin: CODEX_BIN, codex_home: h.home, event_idle_timeout_seconds: 1 } } },
+      workdir: { agent_runtimes: ["codex"] },
+    });
+    const bridge = await startBridgeProcess(env, MOCK_ENV);
+    cleanups.push(async () => {
+      await bridge.stop();
+      env.dir.remove();
+    });
+    const submitted = await call(env.socketPath, "task.submit", {
+      runtime: "codex",
+      workdir: "repo",
+      path: "",
+      profile: "workspace-write",
+      prompt: "hang",
+    });
+    const started = Date.now();
+    const task = await waitForTask(env.socketPath, submitted["task_id"] as string, isTerminalTask, 20_000);
+    expect(task).toMatchObject({ status: "failed", error_code: "AGENT_PROVIDER_DISCONNECTED" });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
   }, 40_000);
 });

@@ -249,7 +249,7 @@ export function createClaudeAdapter(settings: ClaudeSettings): RuntimeAdapter {
       const resume = ctx.continueNativeSessionId !== null ? ["--resume", ctx.continueNativeSessionId] : [];
       let proc: ProviderProcess;
       try {
-        proc = spawnProvider({ command: [bin, ...ARGS, ...resume], cwd: ctx.cwd, env: withConfigDir(ctx.env), mark: ctx.mark });
+        proc = spawnProvider({ command: [bin, ...ARGS, ...resume], cwd: ctx.cwd, env: withConfigDir(ctx.env), mark: ctx.mark, onOutput: () => ctx.activity() });
       } catch (e) {
         return spawnFailure(failedFrom(e));
       }

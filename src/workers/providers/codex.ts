@@ -345,7 +345,7 @@ export function createCodexAdapter(settings: CodexSettings): RuntimeAdapter {
     start(ctx) {
       let proc: ProviderProcess;
       try {
-        proc = spawnProvider({ command: [bin, "app-server"], cwd: ctx.cwd, env: envOf(ctx.env), mark: ctx.mark });
+        proc = spawnProvider({ command: [bin, "app-server"], cwd: ctx.cwd, env: envOf(ctx.env), mark: ctx.mark, onOutput: () => ctx.activity() });
       } catch (e) {
         return spawnFailure(failedFrom(e));
       }

@@ -220,7 +220,7 @@ export function createFakeAdapter(options: FakeAdapterOptions = {}): RuntimeAdap
     start(ctx) {
       let proc: ProviderProcess;
       try {
-        proc = spawnProvider({ command, cwd: ctx.cwd, env: ctx.env, mark: ctx.mark, lineCap: options.lineCap });
+        proc = spawnProvider({ command, cwd: ctx.cwd, env: ctx.env, mark: ctx.mark, lineCap: options.lineCap, onOutput: () => ctx.activity() });
       } catch (e) {
         return spawnFailure(failedFrom(e));
       }

@@ -30,6 +30,8 @@ export interface SpawnSpec {
   mark: string;
   lineCap?: number;
   stderrTailBytes?: number;
+  /** Called for every stdout line, before it is handed on (the idle timer's signal of life). */
+  onOutput?: () => void;
 }
 
 export interface ProviderProcess {
@@ -109,7 +111,7 @@ export function spawnProvider(spec: SpawnSpec): ProviderProcess {
     pid: child.pid,
     pgid: stat.pgrp,
     startTime: stat.startTime,
-    lines: readLines(child.stdout, spec.lineCap),
+    lines: spec.onOutput ? tapLines(readLines(child.stdout, spec.lineCap), spec.onOutput) : readLines(child.stdout, spec.lineCap),
     send(line) {
       if (!stdinOpen) return;
       try {
@@ -134,4 +136,11 @@ export function spawnProvider(spec: SpawnSpec): ProviderProcess {
     },
     stderrTail: drainTail(child.stderr, spec.stderrTailBytes ?? STDERR_TAIL_BYTES),
   };
+}
+
+async function* tapLines(lines: AsyncGenerator<string>, onLine: () => void): AsyncGenerator<string> {
+  for await (const line of lines) {
+    onLine();
+    yield line;
+  }
 }

@@ -112,6 +112,8 @@ export interface RunContext {
    * §5.4 steps 3–4). Called once; from then on the run accepts steering.
    */
   started(): void;
+  /** The provider produced output; resets the idle timer (`event_idle_timeout_seconds`). */
+  activity(): void;
 }
 
 /** Exactly one per run. A failure's `stderrTail` is raw provider output: redact before use. */
