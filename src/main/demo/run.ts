@@ -170,6 +170,7 @@ export async function runDemo(): Promise<number> {
               workdir: "demo",
               path: "src/app.ts",
               expected_revision: st.revision,
+              // biome-ignore lint/suspicious/noTemplateCurlyInString: the edit writes a template literal into the demo file
               edits: [{ old_text: '"Hello, " + name; // TODO: use a template', new_text: "`Hello, ${name}`;" }],
             }),
             "edit",
