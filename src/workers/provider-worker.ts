@@ -138,7 +138,11 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
   const handle = adapter.start(ctx);
   live.handle = handle;
   idle.touch();
-  const delivered = handle.outcome.then((outcome) => report(finalOutcome(outcome, brokenBy, redactor)));
+  const delivered = handle.outcome.then((outcome) => {
+    // flush first: the last batch may be the one that breaks an event limit, which outranks the outcome
+    batcher.flush();
+    return report(finalOutcome(outcome, brokenBy, redactor));
+  });
   await Promise.race([delivered, cancelled]);
   idle.stop();
   const leaderExited = await handle.closeAndWait(10_000);
