@@ -5,27 +5,8 @@ import { join } from "node:path";
 import { Store } from "../../src/shared/store/index.ts";
 import { type TempDir, tempDir } from "../helpers/workspace.ts";
 import { insert } from "./store-fixtures.ts";
+import { V06_SCHEMA } from "../helpers/legacy-db.ts";
 
-/** bridge.md §16.3, verbatim: the schema a v0.6 Bridge left behind. */
-const V06_SCHEMA = `
-CREATE TABLE tasks (
-  task_id TEXT PRIMARY KEY, runtime TEXT NOT NULL, workdir_alias TEXT NOT NULL,
-  workdir_slot INTEGER NOT NULL, relative_cwd TEXT NOT NULL, profile TEXT NOT NULL,
-  status TEXT NOT NULL, created_at TEXT NOT NULL, started_at TEXT, updated_at TEXT NOT NULL,
-  completed_at TEXT, continue_from_task_id TEXT, native_session_id TEXT, native_turn_id TEXT,
-  final_response TEXT, error_code TEXT, error_message TEXT, pending_request_id TEXT);
-CREATE TABLE events (
-  event_id INTEGER PRIMARY KEY AUTOINCREMENT,
-  task_id TEXT NOT NULL REFERENCES tasks(task_id) ON DELETE CASCADE,
-  event_type TEXT NOT NULL, payload_json TEXT NOT NULL, created_at TEXT NOT NULL);
-CREATE INDEX events_task_cursor ON events(task_id, event_id);
-CREATE TABLE pending_requests (
-  request_id TEXT PRIMARY KEY,
-  task_id TEXT NOT NULL REFERENCES tasks(task_id) ON DELETE CASCADE,
-  kind TEXT NOT NULL, status TEXT NOT NULL, payload_json TEXT NOT NULL, created_at TEXT NOT NULL,
-  resolved_at TEXT, resolution_json TEXT);
-CREATE INDEX pending_requests_task ON pending_requests(task_id, status);
-`;
 
 const ACTIVE = "agt_aaaaaaaaaaaaaaaaaaaaaaaa";
 const DONE = "agt_bbbbbbbbbbbbbbbbbbbbbbbb";

@@ -14,7 +14,7 @@
  */
 import { expandHome } from "../../shared/config/load.ts";
 import type { ConfigFile } from "../../shared/config/schema.ts";
-import { isServerFsError, ServerFsError } from "../../shared/errors.ts";
+import { ServerFsError } from "../../shared/errors.ts";
 import { cutUtf8 } from "../../shared/utf8.ts";
 import {
   approvalAnswer,
@@ -44,7 +44,8 @@ import {
 import { parseLine } from "./fake-wire.ts";
 import { reconcileFromEvidence } from "./reconcile.ts";
 import { type ProviderProcess, spawnProvider } from "./spawn.ts";
-import type { Outcome, RunContext, RunHandle, RuntimeAdapter } from "./types.ts";
+import type { Outcome, RunContext, RuntimeAdapter } from "./types.ts";
+import { failed, failedFrom, spawnFailure } from "./adapter-kit.ts";
 
 export type ClaudeSettings = Pick<ConfigFile["runtimes"]["claude"], "bin" | "config_dir" | "probe_timeout_seconds">;
 
@@ -52,12 +53,6 @@ export type ClaudeSettings = Pick<ConfigFile["runtimes"]["claude"], "bin" | "con
 const EVENT_TEXT_BYTES = 32_768;
 
 const ARGS = ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--permission-prompt-tool", "stdio"];
-
-const failed = (code: ServerFsError["code"], message: string, stderrTail?: string): Outcome =>
-  stderrTail ? { kind: "failed", code, message, stderrTail } : { kind: "failed", code, message };
-
-const failedFrom = (e: unknown): Outcome =>
-  isServerFsError(e) ? failed(e.code, e.message) : failed("AGENT_PROVIDER_ERROR", "agent runtime failed");
 
 const cutText = (key: string, text: string): Record<string, unknown> => {
   const cut = cutUtf8(text, EVENT_TEXT_BYTES);
@@ -216,16 +211,6 @@ class ClaudeRun {
 const noSteering = (): Promise<void> =>
   Promise.reject(new ServerFsError("AGENT_PROVIDER_ERROR", "live steering is not supported by this runtime"));
 
-function spawnFailure(outcome: Outcome): RunHandle {
-  return {
-    outcome: Promise.resolve(outcome),
-    pgid: null,
-    sendMessage: noSteering,
-    cancel: () => undefined,
-    closeAndWait: async () => true,
-  };
-}
-
 export function createClaudeAdapter(settings: ClaudeSettings): RuntimeAdapter {
   const bin = expandHome(settings.bin);
   const withConfigDir = (env: Readonly<Record<string, string | undefined>>): Record<string, string | undefined> =>
@@ -251,7 +236,7 @@ export function createClaudeAdapter(settings: ClaudeSettings): RuntimeAdapter {
       try {
         proc = spawnProvider({ command: [bin, ...ARGS, ...resume], cwd: ctx.cwd, env: withConfigDir(ctx.env), mark: ctx.mark, onOutput: () => ctx.activity() });
       } catch (e) {
-        return spawnFailure(failedFrom(e));
+        return spawnFailure(failedFrom(e), noSteering);
       }
       const run = new ClaudeRun(proc, ctx);
       void run.drive();

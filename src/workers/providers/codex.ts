@@ -16,7 +16,7 @@
  */
 import { expandHome } from "../../shared/config/load.ts";
 import type { ConfigFile } from "../../shared/config/schema.ts";
-import { isServerFsError, ServerFsError } from "../../shared/errors.ts";
+import { ServerFsError } from "../../shared/errors.ts";
 import { VERSION } from "../../shared/version.ts";
 import * as v from "valibot";
 import { probeVersion } from "./version-probe.ts";
@@ -25,7 +25,8 @@ import { planServerRequest } from "./codex-requests.ts";
 import { CodexRpc, type Incoming, parseIncoming, type RequestId, RpcFailure } from "./codex-rpc.ts";
 import { reconcileFromEvidence } from "./reconcile.ts";
 import { type ProviderProcess, spawnProvider } from "./spawn.ts";
-import type { Outcome, RunContext, RunHandle, RuntimeAdapter } from "./types.ts";
+import type { Outcome, RunContext, RuntimeAdapter } from "./types.ts";
+import { failed, failedFrom, notActive, runtimeInfo, spawnFailure } from "./adapter-kit.ts";
 
 export type CodexSettings = ConfigFile["runtimes"]["codex"];
 
@@ -47,13 +48,6 @@ const ErrorNotification = v.looseObject({
   willRetry: v.optional(v.boolean(), false),
 });
 
-const failed = (code: ServerFsError["code"], message: string, stderrTail?: string): Outcome =>
-  stderrTail ? { kind: "failed", code, message, stderrTail } : { kind: "failed", code, message };
-
-const failedFrom = (e: unknown): Outcome =>
-  isServerFsError(e) ? failed(e.code, e.message) : failed("AGENT_PROVIDER_ERROR", "agent runtime failed");
-
-const notActive = (): ServerFsError => new ServerFsError("AGENT_TASK_NOT_ACTIVE", "the provider is not ready for a message");
 
 /** Parses a result the protocol promises; anything else is the provider's error. */
 function expect<T extends v.GenericSchema>(schema: T, value: unknown, phrase: string): v.InferOutput<T> {
@@ -313,16 +307,6 @@ class CodexRun {
   }
 }
 
-function spawnFailure(outcome: Outcome): RunHandle {
-  return {
-    outcome: Promise.resolve(outcome),
-    pgid: null,
-    sendMessage: () => Promise.reject(notActive()),
-    cancel: () => undefined,
-    closeAndWait: async () => true,
-  };
-}
-
 export function createCodexAdapter(settings: CodexSettings): RuntimeAdapter {
   const bin = expandHome(settings.bin);
   const codexHome = expandHome(settings.codex_home);
@@ -331,16 +315,7 @@ export function createCodexAdapter(settings: CodexSettings): RuntimeAdapter {
     name: "codex",
     async probe() {
       const probe = await probeVersion([bin, "--version"], envOf(process.env), settings.request_timeout_seconds * 1000);
-      return {
-        name: "codex",
-        available: probe.available,
-        version: probe.version,
-        persistent_session: true,
-        live_steer: true,
-        interactive_approval: true,
-        interactive_question: true,
-        in_flight_recovery: "session-resume",
-      };
+      return runtimeInfo("codex", probe.available, probe.version, true);
     },
     start(ctx) {
       let proc: ProviderProcess;

@@ -17,12 +17,13 @@
  */
 import { join } from "node:path";
 import { DECISIONS } from "../../shared/hitl-validation.ts";
-import { isServerFsError, ServerFsError } from "../../shared/errors.ts";
+import { ServerFsError } from "../../shared/errors.ts";
 import { cutUtf8 } from "../../shared/utf8.ts";
 import { type AdapterLine, type ProviderLine, ProviderLineSchema, parseLine } from "./fake-wire.ts";
 import { reconcileFromEvidence } from "./reconcile.ts";
 import { type ProviderProcess, spawnProvider } from "./spawn.ts";
-import type { ApprovalPayload, Outcome, QuestionPayload, RunContext, RunHandle, RuntimeAdapter } from "./types.ts";
+import type { ApprovalPayload, Outcome, QuestionPayload, RunContext, RuntimeAdapter } from "./types.ts";
+import { failed, failedFrom, notActive, runtimeInfo, spawnFailure } from "./adapter-kit.ts";
 
 export const FAKE_PROVIDER_SCRIPT = join(import.meta.dir, "..", "fake-provider.ts");
 
@@ -34,13 +35,6 @@ export interface FakeAdapterOptions {
   lineCap?: number;
 }
 
-const failed = (code: ServerFsError["code"], message: string, stderrTail?: string): Outcome =>
-  stderrTail ? { kind: "failed", code, message, stderrTail } : { kind: "failed", code, message };
-
-const failedFrom = (e: unknown): Outcome =>
-  isServerFsError(e) ? failed(e.code, e.message) : failed("AGENT_PROVIDER_ERROR", "agent runtime failed");
-
-const notActive = (): ServerFsError => new ServerFsError("AGENT_TASK_NOT_ACTIVE", "the provider is not ready for a message");
 
 function approvalPayload(command: string): ApprovalPayload {
   return { category: "command", title: "Run a command", command_display: command, available_decisions: [...DECISIONS] };
@@ -191,31 +185,12 @@ class FakeRun {
   }
 }
 
-function spawnFailure(outcome: Outcome): RunHandle {
-  return {
-    outcome: Promise.resolve(outcome),
-    pgid: null,
-    sendMessage: () => Promise.reject(notActive()),
-    cancel: () => undefined,
-    closeAndWait: async () => true,
-  };
-}
-
 export function createFakeAdapter(options: FakeAdapterOptions = {}): RuntimeAdapter {
   const command = options.command ?? [process.execPath, FAKE_PROVIDER_SCRIPT];
   return {
     name: "fake",
     async probe() {
-      return {
-        name: "fake",
-        available: true,
-        version: "1",
-        persistent_session: true,
-        live_steer: true,
-        interactive_approval: true,
-        interactive_question: true,
-        in_flight_recovery: "session-resume",
-      };
+      return runtimeInfo("fake", true, "1", true);
     },
     start(ctx) {
       let proc: ProviderProcess;
