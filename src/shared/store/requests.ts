@@ -12,7 +12,7 @@ import { ServerFsError } from "../errors.ts";
 import { FIXED_LIMITS } from "../manifest.ts";
 import { byteLength } from "../utf8.ts";
 import { type AppendResult, insertEvents } from "./events.ts";
-import { REQUEST_COLUMNS, type RequestKind, type RequestRow, type TaskRow } from "./rows.ts";
+import { type EventInput, REQUEST_COLUMNS, type RequestKind, type RequestRow, type TaskRow } from "./rows.ts";
 import { getTask } from "./tasks.ts";
 
 export interface OpenRequestInput {
@@ -137,19 +137,13 @@ export function resolveRequest(
   resolution: Resolution,
   opts: { at?: string } = {},
 ): RequestChange | null {
-  const at = opts.at ?? new Date().toISOString();
-  return db
-    .transaction((): RequestChange | null => {
-      const before = getRequest(db, requestId);
-      if (!before || before.task_id !== taskId) return null;
-      const event = resolutionEvent(before.kind, resolution);
-      const sets = "status = 'resolved', resolved_at = ?, resolution_json = ?";
-      if (!settle(db, before, true, sets, [at, JSON.stringify(resolution)])) return null;
-      resume(db, before, at);
-      const events = insertEvents(db, taskId, [{ ...event, at }], SERVICE);
-      return { request: getRequest(db, requestId)!, task: getTask(db, taskId)!, events };
-    })
-    .immediate();
+  return changeRequest(db, taskId, requestId, opts.at, (before, at) => {
+    const event = resolutionEvent(before.kind, resolution);
+    const sets = "status = 'resolved', resolved_at = ?, resolution_json = ?";
+    if (!settle(db, before, true, sets, [at, JSON.stringify(resolution)])) return null;
+    resume(db, before, at);
+    return event;
+  });
 }
 
 /**
@@ -165,26 +159,40 @@ export function staleRequest(
   reason: StaleReason,
   opts: { at?: string } = {},
 ): RequestChange | null {
-  const at = opts.at ?? new Date().toISOString();
+  return changeRequest(db, taskId, requestId, opts.at, (before, at) => {
+    if (!settle(db, before, false, "status = 'stale', resolved_at = ?", [at])) return null;
+    if (reason === "withdrawn") {
+      resume(db, before, at);
+      return { type: "interaction.stale", payload: { request_id: requestId } };
+    }
+    db.query("UPDATE tasks SET pending_request_id = NULL, updated_at = ? WHERE task_id = ? AND pending_request_id = ?").run(
+      at,
+      taskId,
+      requestId,
+    );
+    return { type: "interaction.expired", payload: { request_id: requestId, kind: before.kind } };
+  });
+}
+
+/**
+ * One compare-and-swap on a request of `taskId`, in one immediate transaction: `apply` settles it
+ * and names the event to append, or returns null when the CAS lost (then nothing changes).
+ */
+function changeRequest(
+  db: Database,
+  taskId: string,
+  requestId: string,
+  atOption: string | undefined,
+  apply: (before: RequestRow, at: string) => Omit<EventInput, "at"> | null,
+): RequestChange | null {
+  const at = atOption ?? new Date().toISOString();
   return db
     .transaction((): RequestChange | null => {
       const before = getRequest(db, requestId);
       if (!before || before.task_id !== taskId) return null;
-      if (!settle(db, before, false, "status = 'stale', resolved_at = ?", [at])) return null;
-      if (reason === "withdrawn") {
-        resume(db, before, at);
-      } else {
-        db.query("UPDATE tasks SET pending_request_id = NULL, updated_at = ? WHERE task_id = ? AND pending_request_id = ?").run(
-          at,
-          taskId,
-          requestId,
-        );
-      }
-      const event =
-        reason === "withdrawn"
-          ? { type: "interaction.stale", payload: { request_id: requestId }, at }
-          : { type: "interaction.expired", payload: { request_id: requestId, kind: before.kind }, at };
-      const events = insertEvents(db, taskId, [event], SERVICE);
+      const event = apply(before, at);
+      if (!event) return null;
+      const events = insertEvents(db, taskId, [{ ...event, at }], SERVICE);
       return { request: getRequest(db, requestId)!, task: getTask(db, taskId)!, events };
     })
     .immediate();

@@ -3,7 +3,21 @@
  * spawned, and the `runtime.list` entry of bridge.md §13.1 (the capabilities differ only in steering).
  */
 import { isServerFsError, ServerFsError } from "../../shared/errors.ts";
-import type { Outcome, RunHandle, RuntimeInfo } from "./types.ts";
+import { cutUtf8 } from "../../shared/utf8.ts";
+import { type ProviderProcess, type SpawnSpec, spawnProvider } from "./spawn.ts";
+import type { Outcome, RunContext, RunHandle, RuntimeInfo } from "./types.ts";
+
+/** bridge.md §4.2: adapters cut long free text in events to this many bytes. */
+export const EVENT_TEXT_BYTES = 32_768;
+
+/** A UTF-8-safe prefix of at most 32 KiB and whether it was cut. */
+export const cutEventText = (text: string): { text: string; truncated: boolean } => cutUtf8(text, EVENT_TEXT_BYTES);
+
+/** `{[key]: text}` cut to the event limit, with `truncated: true` when it was cut. */
+export function textPayload(key: string, text: string): Record<string, unknown> {
+  const cut = cutEventText(text);
+  return cut.truncated ? { [key]: cut.text, truncated: true } : { [key]: cut.text };
+}
 
 export const failed = (code: ServerFsError["code"], message: string, stderrTail?: string): Outcome =>
   stderrTail ? { kind: "failed", code, message, stderrTail } : { kind: "failed", code, message };
@@ -13,6 +27,42 @@ export const failedFrom = (e: unknown): Outcome =>
   isServerFsError(e) ? failed(e.code, e.message) : failed("AGENT_PROVIDER_ERROR", "agent runtime failed");
 
 export const notActive = (): ServerFsError => new ServerFsError("AGENT_TASK_NOT_ACTIVE", "the provider is not ready for a message");
+
+/** What an adapter's run object offers once its provider is spawned. */
+export interface AdapterRun {
+  readonly outcome: Promise<Outcome>;
+  drive(): Promise<void>;
+  /** Live steering; absent for a runtime without it (then `startRun` is given its refusal). */
+  sendMessage?(text: string): Promise<void>;
+  cancel(): void;
+}
+
+/**
+ * Spawns the provider in `ctx.cwd` with the run's mark and idle-timer hook, starts driving it, and
+ * assembles the handle; a spawn failure is the run's outcome (bridge.md §5.4 step 2).
+ */
+export function startRun(
+  ctx: RunContext,
+  spec: Pick<SpawnSpec, "command" | "env" | "lineCap">,
+  makeRun: (proc: ProviderProcess) => AdapterRun,
+  steering?: RunHandle["sendMessage"],
+): RunHandle {
+  let proc: ProviderProcess;
+  try {
+    proc = spawnProvider({ ...spec, cwd: ctx.cwd, mark: ctx.mark, onOutput: () => ctx.activity() });
+  } catch (e) {
+    return spawnFailure(failedFrom(e), steering);
+  }
+  const run = makeRun(proc);
+  void run.drive();
+  return {
+    outcome: run.outcome,
+    pgid: proc.pgid,
+    sendMessage: steering ?? ((text) => (run.sendMessage ? run.sendMessage(text) : Promise.reject(notActive()))),
+    cancel: () => run.cancel(),
+    closeAndWait: (ms) => proc.closeAndWait(ms),
+  };
+}
 
 /** The handle of a run whose provider could not be spawned: its outcome is already known. */
 export function spawnFailure(outcome: Outcome, sendMessage: RunHandle["sendMessage"] = () => Promise.reject(notActive())): RunHandle {

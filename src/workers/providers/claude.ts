@@ -15,7 +15,6 @@
 import { expandHome } from "../../shared/config/load.ts";
 import type { ConfigFile } from "../../shared/config/schema.ts";
 import { ServerFsError } from "../../shared/errors.ts";
-import { cutUtf8 } from "../../shared/utf8.ts";
 import {
   approvalAnswer,
   approvalFor,
@@ -43,21 +42,14 @@ import {
 } from "./claude-wire.ts";
 import { parseLine } from "./fake-wire.ts";
 import { reconcileFromEvidence } from "./reconcile.ts";
-import { type ProviderProcess, spawnProvider } from "./spawn.ts";
+import type { ProviderProcess } from "./spawn.ts";
 import type { Outcome, RunContext, RuntimeAdapter } from "./types.ts";
-import { failed, failedFrom, spawnFailure } from "./adapter-kit.ts";
+import { failed, failedFrom, startRun, textPayload } from "./adapter-kit.ts";
 
 export type ClaudeSettings = Pick<ConfigFile["runtimes"]["claude"], "bin" | "config_dir" | "probe_timeout_seconds">;
 
-/** bridge.md §4.2: adapters cut long free text in events to this many bytes. */
-const EVENT_TEXT_BYTES = 32_768;
 
 const ARGS = ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--permission-prompt-tool", "stdio"];
-
-const cutText = (key: string, text: string): Record<string, unknown> => {
-  const cut = cutUtf8(text, EVENT_TEXT_BYTES);
-  return cut.truncated ? { [key]: cut.text, truncated: true } : { [key]: cut.text };
-};
 
 /** One run of `claude -p`: the state between the CLI process and the caller. */
 class ClaudeRun {
@@ -129,7 +121,7 @@ class ClaudeRun {
       case "assistant":
         for (const block of line.message.content) {
           const toolUse = asToolUse(block);
-          if (isTextBlock(block)) this.ctx.emit("agent.message", cutText("text", block.text));
+          if (isTextBlock(block)) this.ctx.emit("agent.message", textPayload("text", block.text));
           else if (toolUse !== null) this.toolStarted(toolUse.id, toolUse.name, toolUse.input);
         }
         return;
@@ -168,7 +160,7 @@ class ClaudeRun {
   private toolStarted(id: string, name: string, input: Record<string, unknown>): void {
     this.tools.set(id, name);
     const command = input["command"];
-    if (name === "Bash" && typeof command === "string") this.ctx.emit("command.started", cutText("command", command));
+    if (name === "Bash" && typeof command === "string") this.ctx.emit("command.started", textPayload("command", command));
     else if (isEditTool(name)) this.ctx.emit("file_change.started", { tool: name, paths: editedPaths(input) });
     else this.ctx.emit("tool.started", { tool: name });
   }
@@ -232,21 +224,7 @@ export function createClaudeAdapter(settings: ClaudeSettings): RuntimeAdapter {
     },
     start(ctx) {
       const resume = ctx.continueNativeSessionId !== null ? ["--resume", ctx.continueNativeSessionId] : [];
-      let proc: ProviderProcess;
-      try {
-        proc = spawnProvider({ command: [bin, ...ARGS, ...resume], cwd: ctx.cwd, env: withConfigDir(ctx.env), mark: ctx.mark, onOutput: () => ctx.activity() });
-      } catch (e) {
-        return spawnFailure(failedFrom(e), noSteering);
-      }
-      const run = new ClaudeRun(proc, ctx);
-      void run.drive();
-      return {
-        outcome: run.outcome,
-        pgid: proc.pgid,
-        sendMessage: noSteering,
-        cancel: () => run.cancel(),
-        closeAndWait: (ms) => proc.closeAndWait(ms),
-      };
+      return startRun(ctx, { command: [bin, ...ARGS, ...resume], env: withConfigDir(ctx.env) }, (proc) => new ClaudeRun(proc, ctx), noSteering);
     },
     reconcile: reconcileFromEvidence,
   };

@@ -9,13 +9,11 @@
  *   their type, so a prompt never reaches an event.
  * - `AgentMessages`: collects completed `agentMessage` items; `finalText()` = the last with phase
  *   `final_answer`, else the last, else "".
- * - `cutEventText(text)`, `filePaths(item)`, type `CodexItem`.
+ * - `filePaths(item)`, type `CodexItem`.
  */
 import * as v from "valibot";
-import { cutUtf8 } from "../../shared/utf8.ts";
+import { cutEventText } from "./adapter-kit.ts";
 
-/** bridge.md §4.2: adapters cut long free text in events to this many bytes. */
-const EVENT_TEXT_BYTES = 32_768;
 
 const ChangesSchema = v.array(v.looseObject({ path: v.string() }));
 
@@ -31,11 +29,6 @@ export const CodexItemSchema = v.looseObject({
   changes: v.optional(v.nullable(ChangesSchema)),
 });
 export type CodexItem = v.InferOutput<typeof CodexItemSchema>;
-
-/** A UTF-8-safe prefix of at most 32 KiB and whether it was cut. */
-export function cutEventText(text: string): { text: string; truncated: boolean } {
-  return cutUtf8(text, EVENT_TEXT_BYTES);
-}
 
 export function filePaths(item: CodexItem): { path: string }[] {
   return (item.changes ?? []).map((c) => ({ path: c.path }));

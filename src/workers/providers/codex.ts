@@ -20,13 +20,13 @@ import { ServerFsError } from "../../shared/errors.ts";
 import { VERSION } from "../../shared/version.ts";
 import * as v from "valibot";
 import { probeVersion } from "./version-probe.ts";
-import { AgentMessages, type CodexItem, CodexItemSchema, cutEventText, filePaths, itemPayload } from "./codex-items.ts";
+import { AgentMessages, type CodexItem, CodexItemSchema, filePaths, itemPayload } from "./codex-items.ts";
 import { planServerRequest } from "./codex-requests.ts";
 import { CodexRpc, type Incoming, parseIncoming, type RequestId, RpcFailure } from "./codex-rpc.ts";
 import { reconcileFromEvidence } from "./reconcile.ts";
-import { type ProviderProcess, spawnProvider } from "./spawn.ts";
+import type { ProviderProcess } from "./spawn.ts";
 import type { Outcome, RunContext, RuntimeAdapter } from "./types.ts";
-import { failed, failedFrom, notActive, runtimeInfo, spawnFailure } from "./adapter-kit.ts";
+import { cutEventText, failed, failedFrom, notActive, runtimeInfo, startRun } from "./adapter-kit.ts";
 
 export type CodexSettings = ConfigFile["runtimes"]["codex"];
 
@@ -318,21 +318,7 @@ export function createCodexAdapter(settings: CodexSettings): RuntimeAdapter {
       return runtimeInfo("codex", probe.available, probe.version, true);
     },
     start(ctx) {
-      let proc: ProviderProcess;
-      try {
-        proc = spawnProvider({ command: [bin, "app-server"], cwd: ctx.cwd, env: envOf(ctx.env), mark: ctx.mark, onOutput: () => ctx.activity() });
-      } catch (e) {
-        return spawnFailure(failedFrom(e));
-      }
-      const run = new CodexRun(proc, ctx, settings);
-      void run.drive();
-      return {
-        outcome: run.outcome,
-        pgid: proc.pgid,
-        sendMessage: (text) => run.sendMessage(text),
-        cancel: () => run.cancel(),
-        closeAndWait: (ms) => proc.closeAndWait(ms),
-      };
+      return startRun(ctx, { command: [bin, "app-server"], env: envOf(ctx.env) }, (proc) => new CodexRun(proc, ctx, settings));
     },
     reconcile: reconcileFromEvidence,
   };

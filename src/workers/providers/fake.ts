@@ -18,17 +18,14 @@
 import { join } from "node:path";
 import { DECISIONS } from "../../shared/hitl-validation.ts";
 import { ServerFsError } from "../../shared/errors.ts";
-import { cutUtf8 } from "../../shared/utf8.ts";
 import { type AdapterLine, type ProviderLine, ProviderLineSchema, parseLine } from "./fake-wire.ts";
 import { reconcileFromEvidence } from "./reconcile.ts";
-import { type ProviderProcess, spawnProvider } from "./spawn.ts";
+import type { ProviderProcess } from "./spawn.ts";
 import type { ApprovalPayload, Outcome, QuestionPayload, RunContext, RuntimeAdapter } from "./types.ts";
-import { failed, failedFrom, notActive, runtimeInfo, spawnFailure } from "./adapter-kit.ts";
+import { failed, failedFrom, notActive, runtimeInfo, startRun, textPayload } from "./adapter-kit.ts";
 
 export const FAKE_PROVIDER_SCRIPT = join(import.meta.dir, "..", "fake-provider.ts");
 
-/** bridge.md §4.2: adapters cut long free text in events to this many bytes. */
-const EVENT_TEXT_BYTES = 32_768;
 
 export interface FakeAdapterOptions {
   command?: readonly string[];
@@ -135,8 +132,7 @@ class FakeRun {
       case "session":
         return this.ctx.recordNative({ sessionId: line.session_id, turnId: line.turn_id });
       case "agent_message": {
-        const cut = cutUtf8(line.text, EVENT_TEXT_BYTES);
-        this.ctx.emit("agent.message", cut.truncated ? { text: cut.text, truncated: true } : { text: cut.text });
+        this.ctx.emit("agent.message", textPayload("text", line.text));
         return;
       }
       case "approval_request": {
@@ -193,21 +189,7 @@ export function createFakeAdapter(options: FakeAdapterOptions = {}): RuntimeAdap
       return runtimeInfo("fake", true, "1", true);
     },
     start(ctx) {
-      let proc: ProviderProcess;
-      try {
-        proc = spawnProvider({ command, cwd: ctx.cwd, env: ctx.env, mark: ctx.mark, lineCap: options.lineCap, onOutput: () => ctx.activity() });
-      } catch (e) {
-        return spawnFailure(failedFrom(e));
-      }
-      const run = new FakeRun(proc, ctx);
-      void run.drive();
-      return {
-        outcome: run.outcome,
-        pgid: proc.pgid,
-        sendMessage: (text) => run.sendMessage(text),
-        cancel: () => run.cancel(),
-        closeAndWait: (ms) => proc.closeAndWait(ms),
-      };
+      return startRun(ctx, { command, env: ctx.env, lineCap: options.lineCap }, (proc) => new FakeRun(proc, ctx));
     },
     reconcile: reconcileFromEvidence,
   };
