@@ -6,7 +6,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { poll } from "../helpers/poll.ts";
 import { runCli, spawnCli } from "../helpers/process.ts";
-import { BUN, CLI, REPO_ROOT, type TempDir, tempDir } from "../helpers/workspace.ts";
+import { REPO_ROOT, SERVERFS_SHELL, type TempDir, tempDir } from "../helpers/workspace.ts";
 
 /** Live processes whose command line names `needle` (the demo's Bridge and MCP server name its temp dir). */
 function processesNaming(needle: string): number[] {
@@ -51,7 +51,7 @@ describe("serverfs demo", () => {
 
   /** The demo on a real terminal: script(1) gives it a pseudo-terminal and copies what it shows. */
   async function onTerminal(env: Record<string, string>): Promise<string> {
-    const proc = Bun.spawn(["script", "-qec", `"${BUN}" "${CLI}" demo`, "/dev/null"], {
+    const proc = Bun.spawn(["script", "-qec", `${SERVERFS_SHELL} demo`, "/dev/null"], {
       cwd: REPO_ROOT,
       env: { ...process.env, ...demoTmp(), ...env },
       stdin: "pipe",
@@ -73,7 +73,7 @@ describe("serverfs demo", () => {
 
   test("`serverfs demo | head -3` ends cleanly: no stack trace, its Bridge stopped, its temp directory gone", async () => {
     const env = demoTmp();
-    const proc = Bun.spawn(["bash", "-c", `"${BUN}" "${CLI}" demo | head -3; echo "demo=\${PIPESTATUS[0]}" >&2`], {
+    const proc = Bun.spawn(["bash", "-c", `${SERVERFS_SHELL} demo | head -3; echo "demo=\${PIPESTATUS[0]}" >&2`], {
       cwd: REPO_ROOT,
       env: { ...process.env, ...env },
       stdout: "pipe",
