@@ -3,6 +3,7 @@
  * table (src/main/commands.ts), so an unknown flag or a stray argument is a usage error (exit 2) with a
  * "did you mean" instead of being silently ignored. Typed accessors read the parsed flags.
  */
+import { suggestion } from "../shared/did-you-mean.ts";
 
 /** A mistake in the command line: cli.ts prints it with the command's usage and exits 2. */
 export class UsageError extends Error {
@@ -71,31 +72,4 @@ export function intFlag(args: ParsedArgs, name: string, min: number, max: number
   const n = /^-?\d+$/.test(value) ? Number(value) : Number.NaN;
   if (!Number.isSafeInteger(n) || n < min || n > max) throw new UsageError(`${name} must be an integer ${min}..${max}`, command);
   return n;
-}
-
-/** `" (did you mean X?)"` for the closest candidate within two edits, else "". */
-export function suggestion(word: string, candidates: readonly string[]): string {
-  let best: string | undefined;
-  let bestDistance = 3;
-  for (const c of candidates) {
-    const d = editDistance(word, c);
-    if (d < bestDistance) {
-      best = c;
-      bestDistance = d;
-    }
-  }
-  return best === undefined ? "" : ` (did you mean ${best}?)`;
-}
-
-/** Levenshtein distance; the words are command-line words, so the quadratic cost is nothing. */
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) {
-      row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    prev = row;
-  }
-  return prev[b.length]!;
 }

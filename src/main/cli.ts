@@ -7,7 +7,8 @@
 import { ConfigError } from "../shared/config/load.ts";
 import { isServerFsError } from "../shared/errors.ts";
 import { PROTOCOL_VERSION, VERSION } from "../shared/version.ts";
-import { booleanFlag, type ParsedArgs, parseArgs, stringFlag, suggestion, UsageError } from "./args.ts";
+import { booleanFlag, type ParsedArgs, parseArgs, stringFlag, UsageError } from "./args.ts";
+import { suggestion } from "../shared/did-you-mean.ts";
 import { COMMANDS, type CommandSpec, commandNames, commandUsage, HELP_FLAGS, programUsage } from "./commands.ts";
 import { isCompiled } from "./self-command.ts";
 

@@ -46,7 +46,8 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
   const { stateDir, lockDir } = config.bridge;
   const sharingGid = groupSharing(config);
 
-  ensurePrivateDir(stateDir, 0o700, null, (phrase) => new ServerFsError("STATE_DIR_UNSAFE", phrase));
+  // the operator's own directory, named for the operator: this error goes to the Bridge's stderr only
+  ensurePrivateDir(stateDir, 0o700, null, (phrase) => new ServerFsError("STATE_DIR_UNSAFE", `bridge.state_dir ${stateDir}: ${phrase}`));
   const instance: InstanceLock = acquireInstanceLock(stateDir);
   const workers: StartedWorker<object>[] = [];
   let store: Store | null = null;

@@ -27,7 +27,8 @@ import {
 } from "../../shared/leases/operator-override.ts";
 import { DB_FILE, Store } from "../../shared/store/index.ts";
 import { acquireInstanceLock } from "../bridge/instance-lock.ts";
-import { booleanFlag, type ParsedArgs, stringFlag, suggestion, UsageError } from "../args.ts";
+import { booleanFlag, type ParsedArgs, stringFlag, UsageError } from "../args.ts";
+import { suggestion } from "../../shared/did-you-mean.ts";
 import { BridgeClient } from "../mcp/bridge-client.ts";
 import { printJson, printLine, runCommand, table } from "./output.ts";
 
