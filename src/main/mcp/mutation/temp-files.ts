@@ -1,5 +1,5 @@
 /**
- * Reserved temp files (mcp-surface.md §6.2 names them `.serverfs-tmp-<16 hex>`). A writer creates
+ * Reserved temp files, named `.serverfs-tmp-<16 lowercase hex>`. A writer creates
  * its temp file owner-only and holds an exclusive `flock` on it from creation until the publish is
  * over, so "stale" has a proof instead of a guess: the lock can be taken only once the writer has
  * died. Stale files are removed lazily, whenever a directory operation meets them (never by
