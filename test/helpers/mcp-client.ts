@@ -15,6 +15,8 @@ export interface McpSession {
   audit(): Record<string, unknown>[];
   call(name: string, args?: Record<string, unknown>): Promise<CallToolResult>;
   close(): Promise<void>;
+  /** The server's process id, where the helper started it. */
+  pid?: number | null;
 }
 
 export const CODE_PATTERN = /^([A-Z][A-Z0-9_]{2,}): /;
@@ -59,6 +61,7 @@ export async function startStdio(configPath: string, env: Record<string, string>
     audit: () => parseAudit(err),
     call: (name, args = {}) => client.callTool({ name, arguments: args }) as Promise<CallToolResult>,
     close: () => client.close(),
+    pid: transport.pid,
   };
 }
 

@@ -36,6 +36,7 @@ describe("config.md defaults", () => {
       search_timeout_seconds: 15,
       search_max_file_bytes: 52428800,
       max_edits_per_call: 50,
+      mutation_lock_wait_ms: 2000,
     });
     expect(c.bridge.enabled).toBe(false);
     expect(c.bridge.rpc_timeout_seconds).toBe(30);
