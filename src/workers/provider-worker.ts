@@ -110,6 +110,7 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
     requestApproval: (payload) => withHuman(() => host.interact(spec.taskId, "approval", redactor.redactValue({ ...payload })) as never),
     askQuestion: (payload) => withHuman(() => host.interact(spec.taskId, "question", redactor.redactValue({ ...payload })) as never),
     activity: () => idle.touch(),
+    busy: (working) => (working ? idle.pause() : idle.resume()),
     abandonInteraction: () => {
       batcher.flush();
       host.withdrawn(spec.taskId);
