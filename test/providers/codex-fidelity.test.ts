@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { type AgentStack, CODEX_BIN, CODEX_PRESENT, cliMissing, startAgentStack } from "../fixtures/agent-stack.ts";
 import { type MockOpenAI, type MockStep, startMockOpenAI } from "../fixtures/mock-openai.ts";
 import type { Table } from "../helpers/toml.ts";
-import type { Json } from "../e2e/support.ts";
+import { type Json, ok } from "../e2e/support.ts";
 
 if (!CODEX_PRESENT) cliMissing("Codex", CODEX_BIN, "npm install --no-save @openai/codex@0.171.0");
 
@@ -159,4 +159,94 @@ describe.skipIf(!CODEX_PRESENT)("item 7: silence while an approved command runs 
     expect(Date.now() - approvedAt).toBeGreaterThanOrEqual(5_000);
     expect(mock.toolOutput("call_0")).toContain("slept-well");
   }, 90_000);
+});
+
+describe.skipIf(!CODEX_PRESENT)("item 6: Codex is run with the features its reported capabilities rely on", () => {
+  const ASK: MockStep = {
+    call: "request_user_input",
+    args: {
+      questions: [
+        {
+          id: "colour",
+          header: "Colour",
+          question: "Which colour?",
+          options: [
+            { label: "red", description: "warm" },
+            { label: "blue", description: "cool" },
+          ],
+        },
+      ],
+    },
+  };
+
+  test("list_agent_runtimes says interactive_question, the model is offered request_user_input outside Plan mode, and an answer reaches it", async () => {
+    const { s, mock } = await stack([ASK, done("blue noted")]);
+    const { runtimes } = await ok<{ runtimes: Json[] }>(s.mcp, "list_agent_runtimes");
+    expect(runtimes.find((r) => r["name"] === "codex")).toMatchObject({ interactive_question: true, interactive_approval: true });
+    const taskId = await s.submit({ prompt: "ask me" });
+    const request = await s.pending(taskId);
+    expect(request).toMatchObject({ kind: "question" });
+    const q = ((request["payload"] as Json)["questions"] as Json[])[0]!;
+    expect(q).toMatchObject({ question_id: "colour", prompt: "Colour: Which colour?", allow_free_text: true });
+    expect(await s.answer(taskId, request, [{ question_id: "colour", selected_option_ids: ["blue"], text: "a darker one" }])).toBeNull();
+    expect(await s.finish(taskId)).toMatchObject({ status: "succeeded", final_response: "blue noted" });
+    const tools = mock.requests[0]!.body["tools"] as Json[];
+    const names = tools.map((t) => t["name"]);
+    expect(names).toContain("request_permissions");
+    expect(String(tools.find((t) => t["name"] === "request_user_input")?.["description"])).toContain("Default");
+    const told = mock.toolOutput("call_0")!;
+    expect(told).toContain("blue");
+    expect(told).toContain("a darker one");
+  }, 60_000);
+
+  test("no Codex config file is written: the features travel on thread/start, CODEX_HOME's config is untouched", async () => {
+    const { s } = await stack([done("ok")]);
+    const tomls = () => (readdirSync(s.runtimeHome, { recursive: true }) as string[]).filter((f) => f.endsWith(".toml")).sort();
+    const config = readFileSync(join(s.runtimeHome, "config.toml"), "utf8");
+    const before = tomls();
+    const taskId = await s.submit({ prompt: "hello" });
+    expect(await s.finish(taskId)).toMatchObject({ status: "succeeded" });
+    expect(tomls()).toEqual(before);
+    expect(readFileSync(join(s.runtimeHome, "config.toml"), "utf8")).toBe(config);
+    expect(readdirSync(s.workspace).filter((f) => f.endsWith(".toml"))).toEqual([]);
+  }, 60_000);
+});
+
+describe.skipIf(!CODEX_PRESENT)("permission requests (request_permissions)", () => {
+  test("inside the workdir: a provider_permission approval; the granted subset is what the model is told", async () => {
+    const { s, mock } = await stack(
+      [{ call: "request_permissions", args: { permissions: { file_system: { write: ["sub"] }, network: { enabled: true } }, reason: "let me write" } }, done("granted")],
+      UNTRUSTED,
+    );
+    const taskId = await s.submit({ prompt: "ask for access" });
+    const request = await s.pending(taskId);
+    const payload = request["payload"] as Json;
+    expect(payload).toMatchObject({ category: "provider_permission", reason: "let me write" });
+    const requested = payload["requested_permissions"] as Json[];
+    expect(requested.map((p) => p["permission_id"]).sort()).toEqual(["file_system", "network"]);
+    expect(JSON.stringify(requested)).toContain('"sub"');
+    expect(JSON.stringify(payload)).not.toContain(s.workspace);
+    expect(await s.respond(taskId, request, "approve_once", ["network"])).toBeNull();
+    expect(await s.finish(taskId)).toMatchObject({ status: "succeeded", final_response: "granted" });
+    const told = JSON.parse(mock.toolOutput("call_0")!) as Json;
+    expect(told).toMatchObject({ permissions: { network: { enabled: true }, file_system: null }, scope: "turn" });
+  }, 60_000);
+
+  test("outside the workdir: declined by the Bridge with approval.auto_declined (outside_workdir), no human asked", async () => {
+    const { s, mock } = await stack(
+      [{ call: "request_permissions", args: { permissions: { file_system: { write: ["/etc"] } }, reason: "outside" } }, done("declined")],
+      UNTRUSTED,
+    );
+    const taskId = await s.submit({ prompt: "ask for /etc" });
+    const task = await s.finishOrAsk(taskId);
+    expect(task).toMatchObject({ status: "succeeded", final_response: "declined", pending_request: null });
+    const events = await s.events(taskId);
+    expect(events.map((e) => e["event_type"])).not.toContain("approval.requested");
+    expect(events.find((e) => e["event_type"] === "approval.auto_declined")?.["payload"]).toEqual({
+      category: "provider_permission",
+      title: expect.any(String),
+      reason: "outside_workdir",
+    });
+    expect(JSON.parse(mock.toolOutput("call_0")!)).toMatchObject({ permissions: { file_system: null } });
+  }, 60_000);
 });

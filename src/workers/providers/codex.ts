@@ -20,6 +20,7 @@ import type { ConfigFile } from "../../shared/config/schema.ts";
 import { ServerFsError } from "../../shared/errors.ts";
 import { VERSION } from "../../shared/version.ts";
 import * as v from "valibot";
+import { autoDeclinedEvent } from "../auto-decline.ts";
 import { probeVersion } from "./version-probe.ts";
 import { AgentMessages, type CodexItem, CodexItemSchema, filePaths, itemPayload } from "./codex-items.ts";
 import { planServerRequest } from "./codex-requests.ts";
@@ -30,6 +31,15 @@ import type { Outcome, RunContext, RuntimeAdapter } from "./types.ts";
 import { cutEventText, failed, failedFrom, notActive, runtimeInfo, startRun } from "./adapter-kit.ts";
 
 export type CodexSettings = ConfigFile["runtimes"]["codex"];
+
+/**
+ * Codex features enabled on every thread (`config` of thread/start and thread/resume): without them
+ * the model is told `request_user_input` exists only in Plan mode and gets no `request_permissions`.
+ */
+const THREAD_FEATURES = {
+  "features.default_mode_request_user_input": true,
+  "features.request_permissions_tool": true,
+} as const;
 
 /** A human's answer that never comes back to codex is refused with this JSON-RPC code. */
 const NO_ANSWER = -32000;
@@ -154,7 +164,9 @@ class CodexRun {
   }
 
   private async openThread(): Promise<string> {
-    const overrides: Record<string, string> = {};
+    // per-thread config overrides, never a config file of ours: the features behind the capabilities
+    // runtime.list reports (a question to a human, a permission request), off in Codex's default mode
+    const overrides: Record<string, unknown> = { config: { ...THREAD_FEATURES } };
     // A review runs without the writer lease, so nothing may let it write: with `never` Codex cannot
     // escalate out of the read-only sandbox, whatever [runtimes.codex] says (docs/agent-requests.md).
     const review = this.ctx.profile === "review";
@@ -280,7 +292,7 @@ class CodexRun {
     if (plan.kind === "approval" && this.ctx.profile === "review") {
       // approval policy `never` should keep these from coming at all; if one does, no human may allow a
       // review task to write: the Bridge declines it on its own and says so
-      this.ctx.emit("approval.auto_declined", { category: plan.payload.category, title: plan.payload.title, reason: "review_task" });
+      this.ctx.emit("approval.auto_declined", autoDeclinedEvent({ ...plan.payload }, "review_task"));
       return this.rpc.reply(id, plan.onNoAnswer);
     }
     const key = JSON.stringify(id);
