@@ -39,7 +39,8 @@ export type ProviderEventType =
   | "command.started"
   | "file_change.started"
   | "tool.started"
-  | "tool.completed";
+  | "tool.completed"
+  | "approval.auto_declined";
 
 /** bridge.md §6.1 approval payload, as an adapter fills it. */
 export interface ApprovalPayload {
@@ -121,6 +122,11 @@ export interface RunContext {
   started(): void;
   /** The provider produced output; resets the idle timer (`event_idle_timeout_seconds`). */
   activity(): void;
+  /**
+   * The provider reports work in progress that may be silent (a command running): `true` pauses the
+   * idle timer, `false` (once that work is reported done) resumes it. Calls come in pairs.
+   */
+  busy(working: boolean): void;
 }
 
 /** Exactly one per run. A failure's `stderrTail` is raw provider output: redact before use. */

@@ -29,6 +29,7 @@ import type { SweepFinding } from "../../../shared/leases/reconcile-verdict.ts";
 import { auditRecovery } from "../../../shared/leases/recovery-audit.ts";
 import { type RecoveryScope, reconcileSlotLazily, settleFinding } from "../reconciliation.ts";
 import { checkAnswers, checkApproval } from "../../../shared/hitl-validation.ts";
+import { awaitEndedLeaseHolder } from "./ended-lease-holder.ts";
 import type { RuntimeProbes } from "./runtime-probes.ts";
 import {
   authorize,
@@ -216,6 +217,11 @@ export class TaskService {
       deadlineAt,
       idempotencyKey,
     });
+
+    // A lease held only by a task that already ended is waited for (bounded), outside the critical section.
+    if (profile === "workspace-write") {
+      await awaitEndedLeaseHolder(this.runs.values(), ws.slot, (id) => isTerminal(this.store.getTask(id)?.status ?? "failed"));
+    }
 
     // Step 13: the critical section. It is synchronous, so no other submission interleaves.
     // A submission that was still validating when shutdown began must not start a run now (§14 step 1).
