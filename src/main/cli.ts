@@ -116,6 +116,10 @@ async function main(argv: string[]): Promise<number> {
       const { runDemo } = await import("./demo/run.ts");
       return runDemo();
     }
+    case "backup": {
+      const { runBackup } = await import("./operator/backup.ts");
+      return runBackup(args, configPath);
+    }
     case "version":
       return printVersion(booleanFlag(args, "--json"));
     default: {

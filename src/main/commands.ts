@@ -82,6 +82,13 @@ export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
     maxWords: 1,
     example: "serverfs recovery clear --slot 3 --confirm",
   },
+  backup: {
+    summary: "copy the Bridge's state database to a new file (online, consistent, mode 0600)",
+    usage: ["backup FILE [--config F] [--json]"],
+    flags: { ...CONFIG, ...JSON_OUT },
+    maxWords: 1,
+    example: "serverfs backup ~/serverfs-state-$(date +%F).sqlite3",
+  },
   version: {
     summary: "print the version (--json: the build details)",
     usage: ["version [--json]"],
