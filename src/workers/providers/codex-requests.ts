@@ -3,8 +3,8 @@
  * step 6): the approval or question payload a request becomes, and the reply each resolution gives.
  *
  * Offers `planServerRequest(method, params, knownChanges)` → `ServerRequestPlan`:
- * - `item/commandExecution/requestApproval` → a `command` approval; `availableDecisions` mapped
- *   (default approve_once, deny, cancel_task);
+ * - `item/commandExecution/requestApproval` → a `command` approval; `availableDecisions` mapped,
+ *   always with `deny` (default approve_once, deny, cancel_task);
  * - `item/fileChange/requestApproval` → a `file_change` approval with the paths of the item's changes;
  * - `item/permissions/requestApproval` → a `provider_permission` approval with one requested permission
  *   per profile part (`network`, `file_system`), answered with exactly the granted subset;
@@ -31,6 +31,7 @@ const TO_CODEX: Record<Decision, string> = {
 };
 const FROM_CODEX = new Map(Object.entries(TO_CODEX).map(([ours, theirs]) => [theirs, ours as Decision]));
 const DEFAULT_DECISIONS: Decision[] = ["approve_once", "deny", "cancel_task"];
+const ORDER: Decision[] = ["approve_once", "approve_session", "deny", "cancel_task"];
 
 const text = v.optional(v.nullable(v.string()));
 
@@ -69,13 +70,19 @@ const UserInputParams = v.looseObject({
 const decisionReply = (r: ApprovalResolution): Reply => ({ decision: TO_CODEX[r.decision] });
 const DECLINE: Reply = { decision: "decline" };
 
+/**
+ * Codex's `availableDecisions` in our terms, always with `deny`: Codex 0.171.0 lists only accept and
+ * cancel for many commands, yet accepts `decline` for every one (the item ends `declined` and the turn
+ * goes on), and refusing a command must never require killing the task (docs/agent-requests.md).
+ */
 function mapDecisions(offered: unknown[] | null | undefined): Decision[] {
   if (!offered) return DEFAULT_DECISIONS;
-  const mapped = offered.flatMap((d) => {
+  const mapped = new Set<Decision>(["deny"]);
+  for (const d of offered) {
     const ours = typeof d === "string" ? FROM_CODEX.get(d) : undefined;
-    return ours ? [ours] : [];
-  });
-  return mapped.length > 0 ? mapped : DEFAULT_DECISIONS;
+    if (ours) mapped.add(ours);
+  }
+  return mapped.size > 1 ? ORDER.filter((d) => mapped.has(d)) : DEFAULT_DECISIONS;
 }
 
 /** Optional strings of a payload, present only when the provider gave them. */

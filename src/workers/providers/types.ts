@@ -11,6 +11,7 @@
  */
 import type { ApprovalResolution, Decision, QuestionResolution } from "../../shared/hitl-validation.ts";
 import type { ErrorCode } from "../../shared/errors.ts";
+import type { VerifiedStartDir } from "../../shared/fs/start-directory.ts";
 
 export type { ApprovalResolution, Decision, QuestionResolution };
 
@@ -38,7 +39,8 @@ export type ProviderEventType =
   | "command.started"
   | "file_change.started"
   | "tool.started"
-  | "tool.completed";
+  | "tool.completed"
+  | "approval.auto_declined";
 
 /** bridge.md §6.1 approval payload, as an adapter fills it. */
 export interface ApprovalPayload {
@@ -88,6 +90,12 @@ export interface RunContext {
   taskId: string;
   /** Absolute host directory the provider runs in. */
   cwd: string;
+  /**
+   * The identity `cwd` had when the Bridge verified it; the provider is killed before any input if its
+   * working directory is another one. The Bridge always sets it; adapter tests that spawn in a
+   * directory of their own may leave it out.
+   */
+  startDir?: VerifiedStartDir;
   prompt: string;
   profile: Profile;
   /** The prior task's native session for a continuation, else null. */
@@ -114,6 +122,11 @@ export interface RunContext {
   started(): void;
   /** The provider produced output; resets the idle timer (`event_idle_timeout_seconds`). */
   activity(): void;
+  /**
+   * The provider reports work in progress that may be silent (a command running): `true` pauses the
+   * idle timer, `false` (once that work is reported done) resumes it. Calls come in pairs.
+   */
+  busy(working: boolean): void;
 }
 
 /** Exactly one per run. A failure's `stderrTail` is raw provider output: redact before use. */

@@ -29,8 +29,17 @@ import type { SweepFinding } from "../../../shared/leases/reconcile-verdict.ts";
 import { auditRecovery } from "../../../shared/leases/recovery-audit.ts";
 import { type RecoveryScope, reconcileSlotLazily, settleFinding } from "../reconciliation.ts";
 import { checkAnswers, checkApproval } from "../../../shared/hitl-validation.ts";
+import { awaitEndedLeaseHolder } from "./ended-lease-holder.ts";
 import type { RuntimeProbes } from "./runtime-probes.ts";
-import { authorize, checkPrompt, normalizeStartPath, opaqueValue, requestFingerprint, resolveStartDirectory } from "./submission-checks.ts";
+import {
+  authorize,
+  checkPrompt,
+  normalizeStartPath,
+  opaqueValue,
+  requestFingerprint,
+  resolveStartDirectory,
+  type StartDirectory,
+} from "./submission-checks.ts";
 import { TimerTable } from "./timers.ts";
 import { EventWaiters } from "./waiters.ts";
 
@@ -188,7 +197,7 @@ export class TaskService {
     const ws = this.deps.workspaces.get(p.workdir);
     if (!ws) throw new ServerFsError("WORKDIR_NOT_FOUND", "no workdir has this alias");
     authorize(ws, p.runtime, profile);
-    const cwd = resolveStartDirectory(ws, path);
+    const startDir = resolveStartDirectory(ws, path);
     const continueNativeSessionId = continueFrom ? this.checkContinuation(continueFrom, p.runtime, ws, profile) : null;
 
     const createdAt = nowIso();
@@ -208,6 +217,11 @@ export class TaskService {
       deadlineAt,
       idempotencyKey,
     });
+
+    // A lease held only by a task that already ended is waited for (bounded), outside the critical section.
+    if (profile === "workspace-write") {
+      await awaitEndedLeaseHolder(this.runs.values(), ws.slot, (id) => isTerminal(this.store.getTask(id)?.status ?? "failed"));
+    }
 
     // Step 13: the critical section. It is synchronous, so no other submission interleaves.
     // A submission that was still validating when shutdown began must not start a run now (§14 step 1).
@@ -261,7 +275,7 @@ export class TaskService {
       throw new ServerFsError("BRIDGE_SCHEDULING_FAILED", `task ${taskId} could not be scheduled`);
     }
     this.deadlines.arm(taskId, deadlineAt, () => void this.onDeadline(taskId));
-    run.done = this.execute(run, ws, cwd, p.prompt, profile, continueNativeSessionId);
+    run.done = this.execute(run, ws, startDir, p.prompt, profile, continueNativeSessionId);
     return { task_id: taskId, status: "queued", correlation_id: correlationId, idempotency_key: idempotencyKey };
   }
 
@@ -347,7 +361,7 @@ export class TaskService {
   private async execute(
     run: LiveRun,
     ws: Workspace,
-    cwd: string,
+    startDir: StartDirectory,
     prompt: string,
     profile: "review" | "workspace-write",
     continueNativeSessionId: string | null,
@@ -361,7 +375,8 @@ export class TaskService {
         {
           taskId: run.taskId,
           runtime: this.store.getTask(run.taskId)!.runtime,
-          cwd,
+          cwd: startDir.path,
+          startDir: startDir.verified,
           prompt,
           profile,
           continueNativeSessionId,
