@@ -94,6 +94,8 @@ const HttpSchema = v.strictObject({
 const ServerSchema = v.strictObject({
   log_level: v.optional(v.picklist(["debug", "info", "warn", "error"]), "info"),
   http: v.optional(HttpSchema, {}),
+  http_max_sessions: v.optional(positive(), 256),
+  http_session_idle_seconds: v.optional(positive(), 900),
 });
 
 const LifecycleSchema = v.strictObject({
