@@ -14,7 +14,13 @@ import { type ErrorCode, ServerFsError } from "../../../shared/errors.ts";
 import { isRequestId, isTaskId, newMark, newRequestId, newTaskId } from "../../../shared/ids.ts";
 import { isStorageFault } from "../../../shared/storage-fault.ts";
 import { buildManifest } from "../../../shared/manifest.ts";
-import { checkProcessGroup, type GroupVerdict, terminateProcessGroup } from "../../../shared/process-group.ts";
+import {
+  checkProcessGroup,
+  DEFAULT_TERMINATE_BOUNDS,
+  type GroupVerdict,
+  KILL_BOUNDS,
+  terminateProcessGroup,
+} from "../../../shared/process-group.ts";
 import { classifyResult, RESULT_PREVIEW_BYTES, resultPreview } from "../../../shared/spool.ts";
 import { isTerminal, type Resolution, type Store, TASK_STATUSES, type TaskObject, type TaskRow, type TaskStatus } from "../../../shared/store/index.ts";
 import { addSecondsIso, earlierIso, nowIso } from "../../../shared/time.ts";
@@ -73,6 +79,8 @@ interface LiveRun {
   done: Promise<void>;
   /** A shutdown's group termination under way (§14 step 2); the finally path waits for it. */
   stopping: Promise<unknown> | null;
+  /** A cancel, deadline or expiry asked the provider to stop (§7.2 step 5: then SIGKILL, no second grace). */
+  stopRequested: boolean;
 }
 
 export interface SubmitParams {
@@ -265,7 +273,7 @@ export class TaskService {
       lease?.release();
       return replay()!;
     }
-    const run: LiveRun = { taskId, slot: ws.slot, lease, interaction: null, done: Promise.resolve(), stopping: null };
+    const run: LiveRun = { taskId, slot: ws.slot, lease, interaction: null, done: Promise.resolve(), stopping: null, stopRequested: false };
     this.runs.set(taskId, run);
     try {
       if (lease) publishGuard(this.lockDir, this.newGuard(inserted.task), this.deps.sharingGid);
@@ -497,7 +505,7 @@ export class TaskService {
   /** §5.5: confirm the provider stopped, then guard, lease, GC, and no waiter left waiting. */
   private async finallyPath(run: LiveRun, report: RunReport): Promise<void> {
     await run.stopping;
-    const stopped = await this.confirmStopped(run.taskId, report);
+    const stopped = await this.confirmStopped(run, report);
     // A run that ended without a terminal state (the worker lost it, or the Bridge is stopping) must not stay active.
     if (this.closing) this.interruptForShutdown(run.taskId);
     else await this.settleFailure(run.taskId, "AGENT_PROVIDER_ERROR", "agent runtime failed");
@@ -529,21 +537,25 @@ export class TaskService {
    * `started_at`, so the row — not the worker's report, lost with a dead worker — says whether one
    * may exist.
    */
-  private async confirmStopped(taskId: string, report: RunReport): Promise<GroupVerdict> {
-    const row = this.store.getTask(taskId);
+  private async confirmStopped(run: LiveRun, report: RunReport): Promise<GroupVerdict> {
+    const row = this.store.getTask(run.taskId);
     if (row && row.started_at === null && !report.started) return "gone";
     const pgid = row?.provider_pgid ?? report.pgid;
     const start = row?.provider_start_time ?? report.startTime;
     const mark = row?.provider_mark ?? null;
     const verdict = checkProcessGroup(pgid, start, mark);
     if (verdict !== "alive") return verdict;
-    if ((await terminateProcessGroup(pgid, start, mark)).proven) return "gone";
+    // a stopped run already had the interrupt and the worker's 10 s wait: SIGKILL now (§7.2 step 5)
+    if ((await terminateProcessGroup(pgid, start, mark, run.stopRequested ? KILL_BOUNDS : DEFAULT_TERMINATE_BOUNDS)).proven) return "gone";
     return checkProcessGroup(pgid, start, mark) === "cannot_check" ? "cannot_check" : "alive";
   }
 
   /** Ask the worker to stop the provider (interrupt, ≤ 10 s, then the finally path kills the group). */
   private stopProvider(taskId: string): void {
-    if (this.runs.has(taskId)) void this.deps.provider.cancel(taskId).catch(() => undefined);
+    const run = this.runs.get(taskId);
+    if (!run) return;
+    run.stopRequested = true;
+    void this.deps.provider.cancel(taskId).catch(() => undefined);
   }
 
   // ----- HITL (§6) -----
