@@ -102,6 +102,7 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
   const ctx: RunContext = {
     taskId: spec.taskId,
     cwd: spec.cwd,
+    startDir: spec.startDir,
     prompt: spec.prompt,
     profile: spec.profile,
     continueNativeSessionId: spec.continueNativeSessionId,

@@ -7,7 +7,7 @@ import { timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { ConfigError, expandHome } from "../../shared/config/load.ts";
-import { UsageError } from "../cli.ts";
+import { UsageError } from "../args.ts";
 import { createMcpServer } from "./server.ts";
 import { auditStartup, type McpRuntime } from "./startup.ts";
 

@@ -76,6 +76,7 @@ const LIMIT_DEFAULTS = {
   search_timeout_seconds: 15,
   search_max_file_bytes: 52428800,
   max_edits_per_call: 50,
+  mutation_lock_wait_ms: 2000,
 };
 
 const LimitsSchema = v.strictObject(

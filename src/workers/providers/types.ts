@@ -11,6 +11,7 @@
  */
 import type { ApprovalResolution, Decision, QuestionResolution } from "../../shared/hitl-validation.ts";
 import type { ErrorCode } from "../../shared/errors.ts";
+import type { VerifiedStartDir } from "../../shared/fs/start-directory.ts";
 
 export type { ApprovalResolution, Decision, QuestionResolution };
 
@@ -120,6 +121,12 @@ export interface RunContext {
   taskId: string;
   /** Absolute host directory the provider runs in. */
   cwd: string;
+  /**
+   * The identity `cwd` had when the Bridge verified it; the provider is killed before any input if its
+   * working directory is another one. The Bridge always sets it; adapter tests that spawn in a
+   * directory of their own may leave it out.
+   */
+  startDir?: VerifiedStartDir;
   prompt: string;
   profile: Profile;
   /** The prior task's native session for a continuation, else null. */

@@ -32,7 +32,15 @@ import { checkAnswers, checkApproval } from "../../../shared/hitl-validation.ts"
 import { awaitEndedLeaseHolder } from "./ended-lease-holder.ts";
 import { describeRequest } from "./request-payload.ts";
 import type { RuntimeProbes } from "./runtime-probes.ts";
-import { authorize, checkPrompt, normalizeStartPath, opaqueValue, requestFingerprint, resolveStartDirectory } from "./submission-checks.ts";
+import {
+  authorize,
+  checkPrompt,
+  normalizeStartPath,
+  opaqueValue,
+  requestFingerprint,
+  resolveStartDirectory,
+  type StartDirectory,
+} from "./submission-checks.ts";
 import { TimerTable } from "./timers.ts";
 import { EventWaiters } from "./waiters.ts";
 
@@ -190,7 +198,7 @@ export class TaskService {
     const ws = this.deps.workspaces.get(p.workdir);
     if (!ws) throw new ServerFsError("WORKDIR_NOT_FOUND", "no workdir has this alias");
     authorize(ws, p.runtime, profile);
-    const cwd = resolveStartDirectory(ws, path);
+    const startDir = resolveStartDirectory(ws, path);
     const continueNativeSessionId = continueFrom ? this.checkContinuation(continueFrom, p.runtime, ws, profile) : null;
 
     const createdAt = nowIso();
@@ -268,7 +276,7 @@ export class TaskService {
       throw new ServerFsError("BRIDGE_SCHEDULING_FAILED", `task ${taskId} could not be scheduled`);
     }
     this.deadlines.arm(taskId, deadlineAt, () => void this.onDeadline(taskId));
-    run.done = this.execute(run, ws, cwd, p.prompt, profile, continueNativeSessionId);
+    run.done = this.execute(run, ws, startDir, p.prompt, profile, continueNativeSessionId);
     return { task_id: taskId, status: "queued", correlation_id: correlationId, idempotency_key: idempotencyKey };
   }
 
@@ -354,7 +362,7 @@ export class TaskService {
   private async execute(
     run: LiveRun,
     ws: Workspace,
-    cwd: string,
+    startDir: StartDirectory,
     prompt: string,
     profile: "review" | "workspace-write",
     continueNativeSessionId: string | null,
@@ -368,7 +376,8 @@ export class TaskService {
         {
           taskId: run.taskId,
           runtime: this.store.getTask(run.taskId)!.runtime,
-          cwd,
+          cwd: startDir.path,
+          startDir: startDir.verified,
           prompt,
           profile,
           continueNativeSessionId,
