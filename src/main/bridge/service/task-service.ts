@@ -37,6 +37,7 @@ import { auditRecovery } from "../../../shared/leases/recovery-audit.ts";
 import { type RecoveryScope, reconcileSlotLazily, settleFinding } from "../reconciliation.ts";
 import { checkAnswers, checkApproval } from "../../../shared/hitl-validation.ts";
 import { awaitEndedLeaseHolder } from "./ended-lease-holder.ts";
+import { describeRequest } from "./request-payload.ts";
 import type { RuntimeProbes } from "./runtime-probes.ts";
 import {
   authorize,
@@ -409,7 +410,7 @@ export class TaskService {
           mark,
           roots: [ws.workdir.bridgePath, ws.realRoot],
         },
-        Comlink.proxy(this.hostFor(run)),
+        Comlink.proxy(this.hostFor(run, ws)),
       );
     } catch (e) {
       if (isStorageFault(e)) {
@@ -422,7 +423,7 @@ export class TaskService {
     await this.finallyPath(run, report);
   }
 
-  private hostFor(run: LiveRun): ProviderHost {
+  private hostFor(run: LiveRun, ws: Workspace): ProviderHost {
     return {
       recorded: async (_taskId, facts) => {
         if (!run.lease) return;
@@ -440,7 +441,7 @@ export class TaskService {
         );
       },
       eventsCommitted: () => this.waiters.notify(run.taskId),
-      interact: (_taskId, kind, payload) => this.openInteraction(run, kind, payload),
+      interact: (_taskId, kind, payload) => this.openInteraction(run, kind, describeRequest(kind, payload, ws)),
       withdrawn: () => {
         const pending = run.interaction;
         if (!pending) return;
