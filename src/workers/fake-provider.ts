@@ -18,7 +18,7 @@
  * run is read-only); a question the adapter cannot get answered yields the answers `[]`.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
-import { dirname, isAbsolute, join, normalize } from "node:path";
+import { dirname, isAbsolute, normalize } from "node:path";
 import { canonicalJson } from "../shared/canonical-json.ts";
 import {
   type AdapterLine,
@@ -214,7 +214,8 @@ function writeUnderCwd(req: RunRequest, rel: string, text: string): Ending {
   }
   if (req.profile === "review") return { kind: "failed", message: "a review run is read-only" };
   try {
-    const target = join(req.cwd, norm);
+    // relative to the process's working directory, as a provider's tools write, not through the path string
+    const target = norm;
     mkdirSync(dirname(target), { recursive: true });
     writeFileSync(target, text);
   } catch {

@@ -3,6 +3,7 @@
  * child process and its stream; the main thread owns state decisions that touch a human, a guard,
  * a lease or a timer. Calls are comlink messages, so every value here is structured-cloneable.
  */
+import type { VerifiedStartDir } from "../shared/fs/start-directory.ts";
 import type { NativeFacts, Outcome } from "./providers/types.ts";
 
 export type { NativeFacts };
@@ -13,6 +14,8 @@ export interface RunSpec {
   runtime: string;
   /** The resolved start directory on the host. */
   cwd: string;
+  /** The start directory's identity as verified at submit; the provider's cwd must match it. */
+  startDir: VerifiedStartDir;
   prompt: string;
   profile: "review" | "workspace-write";
   continueNativeSessionId: string | null;

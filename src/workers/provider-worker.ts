@@ -9,9 +9,11 @@ import { exposeApi } from "../shared/comlink-worker.ts";
 import type { ConfigFile } from "../shared/config/schema.ts";
 import { type ErrorCode, ServerFsError } from "../shared/errors.ts";
 import { Redactor } from "../shared/redact.ts";
+import { isStorageFault } from "../shared/storage-fault.ts";
 import { appendEvents } from "../shared/store/events.ts";
 import { openDatabase } from "../shared/store/open.ts";
 import { recordProvider, transition } from "../shared/store/tasks.ts";
+import { autoDeclinedEvent, outsideWorkdir } from "./auto-decline.ts";
 import { DEFAULT_BATCHING, EventBatcher, type PendingEvent } from "./event-batcher.ts";
 import { IdleTimer } from "./idle-timer.ts";
 import type { ProviderHost, ProviderWorkerApi, RunReport, RunSpec } from "./provider-protocol.ts";
@@ -36,13 +38,19 @@ const store = (): Database => {
   return db;
 };
 
+/** The code a batch ends the run with: a broken event limit, or a store that cannot take the batch. */
 function commitBatch(taskId: string, events: PendingEvent[]): ErrorCode | null {
-  const r = appendEvents(
-    store(),
-    taskId,
-    events.map((e) => ({ type: e.event_type, payload: e.payload })),
-  );
-  return r.broke;
+  try {
+    const r = appendEvents(
+      store(),
+      taskId,
+      events.map((e) => ({ type: e.event_type, payload: e.payload })),
+    );
+    return r.broke;
+  } catch (e) {
+    if (isStorageFault(e)) return "BRIDGE_STORAGE_ERROR";
+    throw e;
+  }
 }
 
 async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
@@ -101,15 +109,24 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
   const ctx: RunContext = {
     taskId: spec.taskId,
     cwd: spec.cwd,
+    startDir: spec.startDir,
     prompt: spec.prompt,
     profile: spec.profile,
     continueNativeSessionId: spec.continueNativeSessionId,
     mark: spec.mark,
     env: providerEnv,
     emit: (type, payload) => batcher.push({ event_type: type, payload: redactor.redactValue(payload) }),
-    requestApproval: (payload) => withHuman(() => host.interact(spec.taskId, "approval", redactor.redactValue({ ...payload })) as never),
+    requestApproval: (payload) => {
+      const redacted = redactor.redactValue({ ...payload });
+      if (outsideWorkdir(redacted)) {
+        batcher.push({ event_type: "approval.auto_declined", payload: autoDeclinedEvent(redacted, "outside_workdir") });
+        return Promise.resolve({ decision: "deny", granted_permission_ids: [] });
+      }
+      return withHuman(() => host.interact(spec.taskId, "approval", redacted) as never);
+    },
     askQuestion: (payload) => withHuman(() => host.interact(spec.taskId, "question", redactor.redactValue({ ...payload })) as never),
     activity: () => idle.touch(),
+    busy: (working) => (working ? idle.pause() : idle.resume()),
     abandonInteraction: () => {
       batcher.flush();
       host.withdrawn(spec.taskId);
@@ -153,7 +170,10 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
 
 /** An event-limit break outranks what the provider said; every text is redacted before it leaves. */
 function finalOutcome(outcome: Outcome, brokenBy: ErrorCode | null, redactor: Redactor): Outcome {
-  if (brokenBy) return { kind: "failed", code: brokenBy, message: "the task broke an event limit" };
+  if (brokenBy) {
+    const message = brokenBy === "BRIDGE_STORAGE_ERROR" ? "the task's events could not be stored" : "the task broke an event limit";
+    return { kind: "failed", code: brokenBy, message };
+  }
   if (outcome.kind === "final") return { kind: "final", text: redactor.redactText(outcome.text) };
   if (outcome.kind === "failed") return { kind: "failed", code: outcome.code, message: redactor.redactText(outcome.message) };
   return outcome;

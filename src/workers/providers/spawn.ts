@@ -6,7 +6,10 @@
  * Offers:
  * - `spawnProvider(spec)` → `ProviderProcess`, synchronously, with the leader's pgid and start time
  *   already read from `/proc`. A missing binary or start directory throws
- *   `ServerFsError("AGENT_RUNTIME_UNAVAILABLE")`.
+ *   `ServerFsError("AGENT_RUNTIME_UNAVAILABLE")`. With `spec.startDir` the provider is spawned from a
+ *   handle on the directory verified at submit, re-opened without following links; a start directory
+ *   swapped since (for a symlink, say), or a leader whose `/proc/<pid>/cwd` is another directory
+ *   (then killed with its group), throws `ServerFsError("SYMLINK_NOT_ALLOWED")`.
  * - `ProviderProcess`: `lines` (the stdout line reader, 64 MiB cap unless `spec.lineCap`), `send(line)`,
  *   `closeStdin()`, `exited`, `closeAndWait(timeoutMs)`, `stderrTail()`.
  * - `STDERR_TAIL_BYTES`, types `SpawnSpec`, `ProviderProcess`.
@@ -14,6 +17,8 @@
  * The stderr tail is raw provider output: callers redact it before it reaches any message.
  */
 import { ServerFsError } from "../../shared/errors.ts";
+import { closeQuietly } from "../../shared/fs/dir-handle.ts";
+import { cwdIdentityOf, type DirIdentity, openVerifiedStartDir, replaced, type VerifiedStartDir } from "../../shared/fs/start-directory.ts";
 import { PROVIDER_MARK_VARIABLE, readProcStat } from "../../shared/process-group.ts";
 import { readLines } from "./line-reader.ts";
 
@@ -22,8 +27,13 @@ export const STDERR_TAIL_BYTES = 8192;
 export interface SpawnSpec {
   /** argv; `command[0]` is looked up on PATH when not absolute. */
   command: readonly string[];
-  /** Absolute host directory the provider runs in. */
+  /** Absolute host directory the provider runs in (the spawn's cwd when `startDir` is absent). */
   cwd: string;
+  /**
+   * The start directory as verified at submit: the spawn goes through a fresh no-follow handle on
+   * it, and the leader's `/proc/<pid>/cwd` is checked before the provider can be given any input.
+   */
+  startDir?: VerifiedStartDir;
   /** The provider's environment, without the mark (added here). */
   env: Readonly<Record<string, string | undefined>>;
   /** 32 lowercase hex, already durable before this call (§5.4 step 2). */
@@ -72,10 +82,13 @@ function drainTail(stream: ReadableStream<Uint8Array>, max: number): () => strin
 
 export function spawnProvider(spec: SpawnSpec): ProviderProcess {
   let child: Bun.Subprocess<"pipe", "pipe", "pipe">;
+  // The kernel resolves `/proc/<pid>/fd/<n>` to the directory the handle holds, whatever was renamed
+  // or swapped at its path since.
+  const dirFd = spec.startDir === undefined ? null : openVerifiedStartDir(spec.startDir);
   try {
     child = Bun.spawn({
       cmd: [...spec.command],
-      cwd: spec.cwd,
+      cwd: dirFd === null ? spec.cwd : `/proc/${process.pid}/fd/${dirFd}`,
       env: { ...spec.env, [PROVIDER_MARK_VARIABLE]: spec.mark },
       detached: true,
       stdin: "pipe",
@@ -84,12 +97,21 @@ export function spawnProvider(spec: SpawnSpec): ProviderProcess {
     });
   } catch {
     throw new ServerFsError("AGENT_RUNTIME_UNAVAILABLE", "the agent runtime could not be started");
+  } finally {
+    closeQuietly(dirFd);
   }
   // Bun reaps children from its event loop, so the leader is at least a zombie with a readable stat here
   const stat = readProcStat(child.pid);
   if (stat === null || stat.pgrp !== child.pid) {
     child.kill("SIGKILL");
     throw new ServerFsError("AGENT_RUNTIME_UNAVAILABLE", "the agent runtime did not start in its own process group");
+  }
+  // The contract's own check: the kernel's cwd link says which directory the leader is in. A fresh
+  // group that never had input has nothing to stop gracefully, and the finally path's mark scan
+  // proves it gone. A leader that already exited has no cwd left to check (and can run nothing).
+  if (spec.startDir !== undefined && !startedIn(child.pid, spec.startDir.identity)) {
+    killGroup(child.pid);
+    throw replaced();
   }
   const stdin = child.stdin;
   let stdinOpen = true;
@@ -136,6 +158,19 @@ export function spawnProvider(spec: SpawnSpec): ProviderProcess {
     },
     stderrTail: drainTail(child.stderr, spec.stderrTailBytes ?? STDERR_TAIL_BYTES),
   };
+}
+
+function startedIn(pid: number, startDir: DirIdentity): boolean {
+  const cwd = cwdIdentityOf(pid);
+  return cwd === null ? readProcStat(pid)?.state === "Z" : cwd === startDir;
+}
+
+function killGroup(pgid: number): void {
+  try {
+    process.kill(-pgid, "SIGKILL");
+  } catch {
+    // already gone
+  }
 }
 
 async function* tapLines(lines: AsyncGenerator<string>, onLine: () => void): AsyncGenerator<string> {

@@ -6,6 +6,7 @@ import { canonicalJson, sha256Hex } from "../../../shared/canonical-json.ts";
 import { modeRank } from "../../../shared/config/load.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { openDirPath, closeQuietly } from "../../../shared/fs/dir-handle.ts";
+import { type DirIdentity, identityOfFd, type VerifiedStartDir } from "../../../shared/fs/start-directory.ts";
 import { byteLength } from "../../../shared/utf8.ts";
 import type { Workspace } from "../../../shared/workspace.ts";
 
@@ -79,15 +80,31 @@ const START_DIR_CODES: Record<string, ServerFsError["code"]> = {
   ACCESS_DENIED: "INVALID_WORKDIR_PATH",
 };
 
+/** The start directory as verified at submit: its host path, and its walk and identity for the spawn. */
+export interface StartDirectory {
+  path: string;
+  verified: VerifiedStartDir;
+}
+
 /**
  * Step 9, the start directory: the MCP side's path policy (reserved, hidden, deny, no symlink in
- * any segment) and a real traversal; returns the host directory the provider runs in.
+ * any segment) and a real traversal; returns the host directory the provider runs in and the
+ * identity the provider's working directory must have once spawned.
  */
-export function resolveStartDirectory(ws: Workspace, relative: string): string {
+export function resolveStartDirectory(ws: Workspace, relative: string): StartDirectory {
   try {
     const { segments } = ws.confine(relative);
-    closeQuietly(openDirPath(ws.realRoot, segments, { where: ws.where(relative), side: "read" }));
-    return segments.length === 0 ? ws.realRoot : `${ws.realRoot}/${segments.join("/")}`;
+    const fd = openDirPath(ws.realRoot, segments, { where: ws.where(relative), side: "read" });
+    let identity: DirIdentity;
+    try {
+      identity = identityOfFd(fd);
+    } finally {
+      closeQuietly(fd);
+    }
+    return {
+      path: segments.length === 0 ? ws.realRoot : `${ws.realRoot}/${segments.join("/")}`,
+      verified: { root: ws.realRoot, segments: [...segments], identity },
+    };
   } catch (e) {
     if (e instanceof ServerFsError && START_DIR_CODES[e.code]) {
       const code = START_DIR_CODES[e.code]!;

@@ -5,7 +5,7 @@ import { at } from "../../../shared/fs/dir-handle.ts";
 import { osError } from "../../../shared/fs/os-errors.ts";
 import { revisionOf } from "../../../shared/fs/stat.ts";
 import type { McpDeps } from "../deps.ts";
-import { finalStat } from "../mutation/atomic-publish.ts";
+import { clearForCreate, finalStat } from "../mutation/atomic-publish.ts";
 import { runMutation } from "../mutation/pipeline.ts";
 import { defineTool } from "../tool.ts";
 
@@ -31,16 +31,19 @@ export const createDirectory = (deps: McpDeps) =>
         path: args.path,
         commit(scope) {
           const { where } = scope;
-          return scope.inParent("PARENT_NOT_FOUND", (dirFd, name) => {
-            try {
-              mkdirSync(at(dirFd, name), NEW_DIRECTORY_MODE);
-            } catch (e) {
-              throw osError(e, "mutation", where, { EEXIST: "PATH_ALREADY_EXISTS" });
-            }
-            scope.syncDirectory(dirFd);
-            const revision = revisionOf(finalStat(dirFd, name, where));
-            call.audit["revision"] = revision;
-            return { workdir: scope.ws.alias, path: scope.path, created: true, revision };
+          return scope.inParent("PARENT_NOT_FOUND", async (dirFd, name) => {
+            await clearForCreate(dirFd, name, where);
+            return scope.exclusive(() => {
+              try {
+                mkdirSync(at(dirFd, name), NEW_DIRECTORY_MODE);
+              } catch (e) {
+                throw osError(e, "mutation", where, { EEXIST: "PATH_ALREADY_EXISTS" });
+              }
+              scope.syncDirectory(dirFd);
+              const revision = revisionOf(finalStat(dirFd, name, where));
+              call.audit["revision"] = revision;
+              return { workdir: scope.ws.alias, path: scope.path, created: true, revision };
+            });
           });
         },
       });
