@@ -6,7 +6,7 @@
  * process within a second while such a call runs; heavy calls queue within their deadline.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { closeSync, openSync, truncateSync, writeSync } from "node:fs";
+import { closeSync, openSync, readdirSync, truncateSync, writeSync } from "node:fs";
 import { errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
 import { startRaw } from "../helpers/raw-stdio.ts";
 import { describeStall, measureStall } from "../helpers/stall.ts";
@@ -148,6 +148,28 @@ describe("§2.1 stdin EOF ends the process within a second while a heavy call ru
       expect(raw.answered.has(1)).toBe(false);
     }, 20_000);
   }
+});
+
+describe("a stopped job ends its work and closes its handles", () => {
+  test("after SEARCH_TIMEOUT mid-scan the worker lets go of every descriptor and serves the next search", async () => {
+    const quick = writeConfig(dir.path, { limits: { search_timeout_seconds: 1 }, workdirs: [{ slot: 1, alias: "big", path: `${dir.path}/big` }] }, "quick.toml");
+    const s = await startStdio(quick);
+    const fds = () => readdirSync(`/proc/${s.pid!}/fd`).length;
+    try {
+      // The first search starts the worker, so the baseline counts its descriptors.
+      expect(structured<{ returned: number }>(await s.call("search_text", { workdir: "big", query: "hello", glob: "small.txt" })).returned).toBe(1);
+      const baseline = fds();
+      const started = performance.now();
+      expect(errorCode(await s.call("search_text", { workdir: "big", query: "ZEBRA", case_sensitive: false }))).toBe("SEARCH_TIMEOUT");
+      expect(performance.now() - started).toBeLessThan(3000);
+      const deadline = Date.now() + 5000;
+      while (fds() > baseline && Date.now() < deadline) await Bun.sleep(20);
+      expect(fds()).toBeLessThanOrEqual(baseline);
+      expect(structured<{ returned: number }>(await s.call("search_text", { workdir: "big", query: "hello", glob: "small.txt" })).returned).toBe(1);
+    } finally {
+      await s.close();
+    }
+  }, 30_000);
 });
 
 describe("heavy calls queue within their own deadline", () => {

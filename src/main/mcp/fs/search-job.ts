@@ -52,7 +52,7 @@ export function searchText(job: SearchJob, stop: StopFlag): SearchResult {
       if (!glob.admitsFile(file.name, file.rel)) continue;
       const content = reader.read(file.dirFd, file.name, job.maxFileBytes, target.where);
       if (content === null) continue;
-      const hits = search.scan(content, limit + 1 - matches.length);
+      const hits = search.scan(content, limit + 1 - matches.length, stop);
       // Defence in depth: the walk pruned already, but no hit leaves without its own check.
       if (hits.length === 0 || policy.refusal(file.path.split("/")) !== null) continue;
       for (const hit of hits) matches.push({ path: file.path, ...hit });
