@@ -5,8 +5,10 @@
  *
  * Each walk-pool worker has one reader, whose scratch buffer serves every file of every search it
  * runs, so memory grows with the number of workers, never with the number of calls: at most
- * `search_workers` × `search_max_file_bytes` (docs/reliability.md, "Hardening"). Between searches
- * a scratch grown past `KEEP_SCRATCH` is let go, so one large file does not pin its size for good.
+ * `search_workers` × `search_max_file_bytes` (docs/reliability.md, "Hardening"). A scratch grown
+ * past `KEEP_SCRATCH` is let go once its worker has had no search for `IDLE_MS`, so one large file
+ * does not pin its size for good (dropping it after every search would make each search allocate
+ * afresh, faster than the collector frees).
  */
 import { fstatSync, readSync } from "node:fs";
 import { closeQuietly, READ_FLAGS } from "../../../shared/fs/dir-handle.ts";
@@ -15,9 +17,11 @@ import { openAt } from "./open-at.ts";
 
 const MIN_SCRATCH = 1 << 16;
 const KEEP_SCRATCH = 1 << 22;
+const IDLE_MS = 5000;
 
 export class SearchFileReader {
   private scratch = Buffer.allocUnsafe(MIN_SCRATCH);
+  private idleTimer: ReturnType<typeof setTimeout> | undefined;
 
   /** The file's bytes, valid until the next call; null when search skips the file. */
   read(dirFd: number, name: string, maxBytes: number, where: string): Buffer | null {
@@ -47,8 +51,13 @@ export class SearchFileReader {
     }
   }
 
-  /** Called after each search: a scratch grown past `KEEP_SCRATCH` goes back to the allocator. */
+  /** Called after each search: a large scratch goes back to the allocator unless another search comes soon. */
   trim(): void {
-    if (this.scratch.length > KEEP_SCRATCH) this.scratch = Buffer.allocUnsafe(MIN_SCRATCH);
+    clearTimeout(this.idleTimer);
+    if (this.scratch.length <= KEEP_SCRATCH) return;
+    this.idleTimer = setTimeout(() => {
+      this.scratch = Buffer.allocUnsafe(MIN_SCRATCH);
+    }, IDLE_MS);
+    this.idleTimer.unref();
   }
 }
