@@ -56,6 +56,8 @@ export interface StartedWorker<Api> {
   /** Settles (never rejects) when the worker stops, whether it crashed or was terminated. */
   exited: Promise<void>;
   terminate(): void;
+  /** Lets the process end while the worker still runs (pool workers, which nothing waits for at exit). */
+  unref(): void;
 }
 
 /**
@@ -91,6 +93,9 @@ export function startWorker<Api extends object>(url: URL, lost: () => ServerFsEr
     exited,
     terminate() {
       worker.terminate();
+    },
+    unref() {
+      worker.unref();
     },
   };
 }

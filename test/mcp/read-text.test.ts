@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { symlinkSync, truncateSync } from "node:fs";
+import { appendFileSync, symlinkSync, truncateSync } from "node:fs";
 import { callAudited, errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
 import { BUN, type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
@@ -48,8 +48,10 @@ beforeAll(async () => {
   dir.file("ws/sub/file.txt", "in sub\n");
   dir.file("ws/.hidden", "h\n");
   dir.file("ws/secret-content.txt", "zq-secret-content-91c\n");
-  dir.file("ws/sparse.bin", "");
-  truncateSync(`${ws}/sparse.bin`, 1 << 29);
+  // 1024 bytes of text, then 200 MiB of NUL (sparse) before the first newline, then a line with a NUL.
+  dir.file("ws/sparse.bin", "x".repeat(1024));
+  truncateSync(`${ws}/sparse.bin`, 1024 + 200 * 2 ** 20);
+  appendFileSync(`${ws}/sparse.bin`, "\n\0tail\n");
   symlinkSync("three.txt", `${ws}/link.txt`);
   symlinkSync("sub", `${ws}/linkdir`);
   Bun.spawnSync(["mkfifo", `${ws}/fifo`]);
@@ -140,8 +142,8 @@ describe("§5.5 read_text_file: content checks and precedence", () => {
     expect(await readCode("invalid-long.txt", {}, "small")).toBe("LINE_TOO_LARGE");
   });
   test("FILE_CHANGED_DURING_READ when the file changes while it is read, and it wins over BINARY_FILE", async () => {
-    // A sparse 512 MiB file without newlines: reading to line 2 scans all of it, while another
-    // process keeps changing its ctime. Unchanged, the same read is BINARY_FILE.
+    // Its first bytes are text, so reading line 2 seeks through 200 MiB before the NUL of line 2
+    // decides, while another process keeps changing its ctime. Unchanged, the same read is BINARY_FILE.
     expect(await readCode("sparse.bin", { start_line: 2 })).toBe("BINARY_FILE");
     const path = `${dir.path}/ws/sparse.bin`;
     const toucher = Bun.spawn([BUN, "-e", `const fs = require("fs"); for (;;) fs.utimesSync(${JSON.stringify(path)}, 1, 1);`], {

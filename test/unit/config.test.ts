@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildConfig, ConfigError, findConfigFile, type Role } from "../../src/shared/config/load.ts";
 
@@ -37,6 +37,9 @@ describe("config.md defaults", () => {
       search_max_file_bytes: 52428800,
       max_edits_per_call: 50,
       mutation_lock_wait_ms: 2000,
+      max_scan_bytes: 268435456,
+      search_workers: Math.max(1, availableParallelism()),
+      max_concurrent_heavy_calls: 2 * Math.max(1, availableParallelism()),
     });
     expect(c.bridge.enabled).toBe(false);
     expect(c.bridge.rpc_timeout_seconds).toBe(30);

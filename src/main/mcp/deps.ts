@@ -1,14 +1,19 @@
-/** What every MCP tool factory receives: the frozen config, the workdirs and the audit log. */
+/**
+ * What every MCP tool factory receives: the frozen config, the workdirs, the audit log and the
+ * bound on heavy calls (with the walk pool behind it).
+ */
 import type { AuditLog } from "../../shared/audit.ts";
 import type { Config } from "../../shared/config/load.ts";
 import { ServerFsError } from "../../shared/errors.ts";
 import type { AuditFields } from "../../shared/audit.ts";
 import type { Workspace, Workspaces } from "../../shared/workspace.ts";
+import type { HeavyCalls } from "./heavy-calls.ts";
 
 export interface McpDeps {
   config: Config;
   workspaces: Workspaces;
   audit: AuditLog;
+  heavy: HeavyCalls;
 }
 
 export function requireWorkspace(deps: McpDeps, alias: string): Workspace {

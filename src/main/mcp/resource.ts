@@ -52,15 +52,17 @@ function rpcError(e: unknown): Error & { code: number } {
   return Object.assign(new Error(err.toText()), { code });
 }
 
-export async function readResource(deps: McpDeps, uri: string): Promise<{ contents: unknown[] }> {
+export async function readResource(deps: McpDeps, uri: string, signal: AbortSignal): Promise<{ contents: unknown[] }> {
   try {
     const { alias, encodedPath } = splitUri(uri);
     const ws = requireWorkspace(deps, alias);
-    const page = readTextPage(ws, ws.confine(percentDecode(encodedPath)), {
+    const page = await readTextPage(ws, ws.confine(percentDecode(encodedPath)), {
       startLine: 1,
       maxLines: ws.policy.max_read_lines,
       maxBytes: ws.policy.max_read_bytes,
       whole: true,
+      maxScanBytes: deps.config.limits.max_scan_bytes,
+      signal,
     });
     return { contents: [{ uri, mimeType: "text/plain", text: page.content }] };
   } catch (e) {

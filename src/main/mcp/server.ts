@@ -63,7 +63,7 @@ export function createMcpServer(opts: McpServerOptions): Server {
 
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: [] }));
   server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({ resourceTemplates: [RESOURCE_TEMPLATE] }));
-  server.setRequestHandler(ReadResourceRequestSchema, async (request) => readResource(deps, request.params.uri));
+  server.setRequestHandler(ReadResourceRequestSchema, async (request) => readResource(deps, request.params.uri, opts.signal));
 
   return server;
 }

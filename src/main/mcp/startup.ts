@@ -8,6 +8,7 @@ import { type Config, ConfigError, loadConfig } from "../../shared/config/load.t
 import { VERSION } from "../../shared/version.ts";
 import { Workspaces } from "../../shared/workspace.ts";
 import type { McpDeps } from "./deps.ts";
+import { HeavyCalls } from "./heavy-calls.ts";
 import { agentToolsEnabled, buildTools } from "./tools/index.ts";
 import type { ToolDef } from "./tool.ts";
 
@@ -29,7 +30,7 @@ export function prepareMcp(configPath: string | undefined): McpRuntime {
     throw e instanceof ConfigError ? e : new ConfigError(reason);
   }
   const audit = new AuditLog(config.server.log_level);
-  const deps: McpDeps = { config, workspaces, audit };
+  const deps: McpDeps = { config, workspaces, audit, heavy: new HeavyCalls(config.limits) };
   return { deps, tools: buildTools(deps), agentTools: agentToolsEnabled(deps) };
 }
 

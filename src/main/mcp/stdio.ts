@@ -6,6 +6,7 @@
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { createMcpServer } from "./server.ts";
 import { auditStartup, type McpRuntime } from "./startup.ts";
+import { StdioFlow } from "./stdio-flow.ts";
 
 export async function serveStdio(rt: McpRuntime): Promise<void> {
   const ending = new AbortController();
@@ -21,5 +22,7 @@ export async function serveStdio(rt: McpRuntime): Promise<void> {
 
   const server = createMcpServer({ ...rt, signal: ending.signal });
   auditStartup(rt, "stdio");
-  await server.connect(new StdioServerTransport());
+  // Backpressure: requests wait while the client does not read our answers (stdio-flow.ts).
+  const flow = new StdioFlow(process.stdin, process.stdout, () => end(0));
+  await server.connect(new StdioServerTransport(flow.input as unknown as NodeJS.ReadStream, flow.output as unknown as NodeJS.WriteStream));
 }

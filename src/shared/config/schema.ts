@@ -2,6 +2,7 @@
  * The TOML configuration file of config.md as valibot schemas: every key, its type and default.
  * Unknown keys are refused (strict objects) so a typo never silently falls back to a default.
  */
+import { availableParallelism } from "node:os";
 import * as v from "valibot";
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) =>
@@ -77,6 +78,11 @@ const LIMIT_DEFAULTS = {
   search_max_file_bytes: 52428800,
   max_edits_per_call: 50,
   mutation_lock_wait_ms: 2000,
+  // The event loop and memory under load (docs/reliability.md, "Hardening"): bytes a line seek may
+  // scan, threads that walk and search, heavy calls (walks, searches, listings, line seeks) at once.
+  max_scan_bytes: 268435456,
+  search_workers: Math.max(1, availableParallelism()),
+  max_concurrent_heavy_calls: 2 * Math.max(1, availableParallelism()),
 };
 
 const LimitsSchema = v.strictObject(

@@ -1,6 +1,7 @@
 /**
  * The few libc calls Bun has no API for, through `bun:ffi`: `flock` (the writer lease and the
- * instance lock) and `getsockopt(SO_PEERCRED)` (the Bridge's peer check). errno is read right
+ * instance lock), `getsockopt(SO_PEERCRED)` (the Bridge's peer check) and `poll` (seeing stdin's
+ * writer hang up while stdin is not being read). errno is read right
  * after the call from the calling thread's `__errno_location()`.
  */
 import { dlopen, FFIType, ptr, read } from "bun:ffi";
@@ -9,6 +10,7 @@ const libc = dlopen("libc.so.6", {
   flock: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
   getsockopt: { args: [FFIType.i32, FFIType.i32, FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
   __errno_location: { args: [], returns: FFIType.ptr },
+  poll: { args: [FFIType.ptr, FFIType.u64, FFIType.i32], returns: FFIType.i32 },
 });
 
 export const LOCK_SH = 1;
@@ -63,4 +65,22 @@ export function peerCredentials(socketFd: number): PeerCred | null {
   if (libc.symbols.getsockopt(socketFd, SOL_SOCKET, SO_PEERCRED, ptr(cred), ptr(len)) !== 0) return null;
   if (len[0] !== 12) return null;
   return { pid: cred[0]!, uid: cred[1]! >>> 0, gid: cred[2]! >>> 0 };
+}
+
+const POLLERR = 0x008;
+const POLLHUP = 0x010;
+const POLLRDHUP = 0x2000;
+
+/**
+ * Whether the other end of the pipe or socket `fd` has hung up, without reading from it and
+ * without waiting: a pipe whose writers are all gone reports POLLHUP even while data remains
+ * unread, a socket shut for writing POLLRDHUP.
+ */
+export function peerHungUp(fd: number): boolean {
+  // struct pollfd { int fd; short events; short revents; }
+  const pfd = new Int16Array(4);
+  new Int32Array(pfd.buffer, 0, 1)[0] = fd;
+  pfd[2] = POLLRDHUP;
+  if (libc.symbols.poll(ptr(pfd), 1, 0) < 0) return false;
+  return (pfd[3]! & (POLLHUP | POLLRDHUP | POLLERR)) !== 0;
 }

@@ -9,6 +9,7 @@
  */
 import { isUtf8 } from "node:buffer";
 import { cutUtf8, decodeStrict, hasBom, safePrefixLength } from "../../../shared/utf8.ts";
+import { type StopFlag, throwIfStopped } from "./stop-flag.ts";
 
 export interface LineHit {
   line: number;
@@ -60,10 +61,10 @@ export class LiteralSearch {
     this.foldedLine = new RegExp(escapeRegExp(query), "iu");
   }
 
-  /** At most `max` hits of one file's content, lines ascending. */
-  scan(content: Buffer, max: number): LineHit[] {
+  /** At most `max` hits of one file's content, lines ascending; the slow path polls `stop`. */
+  scan(content: Buffer, max: number, stop: StopFlag): LineHit[] {
     if (this.impossible || max <= 0) return [];
-    return this.needle ? this.scanBytes(content, this.needle, max) : this.scanFolded(content, max);
+    return this.needle ? this.scanBytes(content, this.needle, max) : this.scanFolded(content, max, stop);
   }
 
   private scanBytes(content: Buffer, needle: Buffer, max: number): LineHit[] {
@@ -87,10 +88,10 @@ export class LiteralSearch {
     return hits;
   }
 
-  private scanFolded(content: Buffer, max: number): LineHit[] {
+  private scanFolded(content: Buffer, max: number, stop: StopFlag): LineHit[] {
     if (content.indexOf(0) !== -1) return [];
     // Validating first makes the fast lossy decoder exact.
-    if (!isUtf8(content)) return this.scanFoldedLines(content, max);
+    if (!isUtf8(content)) return this.scanFoldedLines(content, max, stop);
     const text = content.toString("utf8");
     const start = hasBom(content) ? 1 : 0;
     const re = this.folded;
@@ -111,11 +112,15 @@ export class LiteralSearch {
     return hits;
   }
 
-  /** The slow path for a file that is not valid UTF-8 as a whole: line by line, invalid lines skipped. */
-  private scanFoldedLines(content: Buffer, max: number): LineHit[] {
+  /**
+   * The slow path for a file that is not valid UTF-8 as a whole: line by line, invalid lines
+   * skipped. Millions of short lines take seconds, so the stop flag is polled as it goes.
+   */
+  private scanFoldedLines(content: Buffer, max: number, stop: StopFlag): LineHit[] {
     const hits: LineHit[] = [];
     let line = 1;
     for (let lineStart = hasBom(content) ? 3 : 0; lineStart < content.length && hits.length < max; line++) {
+      if ((line & 0xfff) === 0) throwIfStopped(stop);
       const nl = content.indexOf(NL, lineStart);
       const lineEnd = nl === -1 ? content.length : nl;
       const text = decodeStrict(content.subarray(lineStart, lineEnd));

@@ -2,8 +2,13 @@
  * Reading one page of a text file (mcp-surface.md §5.5), shared by read_text_file and the resource
  * read (§5.7). The target's type is decided from a no-follow stat before anything is opened; the
  * file is then read through one non-blocking, no-follow handle, stat-ed before and after.
+ *
+ * Reads are bounded before they scan (docs/reliability.md, "Hardening"): the first bytes are
+ * checked for NUL before any line seek, a seek reads at most `max_scan_bytes` (past it:
+ * SCAN_LIMIT_EXCEEDED), and every read is asynchronous, so a seek through a huge file neither
+ * blocks the event loop nor outlives stdin EOF (it stops between chunks once the call is abandoned).
  */
-import { type BigIntStats, fstatSync, openSync, readSync } from "node:fs";
+import { type BigIntStats, fstatSync, openSync, read } from "node:fs";
 import { type ErrorCode, ServerFsError } from "../../../shared/errors.ts";
 import { at, closeQuietly, lstatAt, READ_FLAGS, withParent } from "../../../shared/fs/dir-handle.ts";
 import { osCode, osError } from "../../../shared/fs/os-errors.ts";
@@ -11,6 +16,7 @@ import { type EntryType, entryType, revisionOf } from "../../../shared/fs/stat.t
 import type { NormalizedPath } from "../../../shared/path/policy.ts";
 import { decodeStrict, hasBom } from "../../../shared/utf8.ts";
 import type { Workspace } from "../../../shared/workspace.ts";
+import { Abandoned } from "../wait-queue.ts";
 
 export interface PageRequest {
   startLine: number;
@@ -20,6 +26,10 @@ export interface PageRequest {
   maxBytes: number;
   /** Resource reads: the whole file in this one page, else RESOURCE_TOO_LARGE. */
   whole: boolean;
+  /** `[limits] max_scan_bytes`: how far into the file a line seek may read. */
+  maxScanBytes: number;
+  /** Aborted when the process is going away: the seek stops between chunks. */
+  signal: AbortSignal;
 }
 
 export interface TextPage {
@@ -33,7 +43,8 @@ export interface TextPage {
 }
 
 const HEAD_BYTES = 1024;
-const SEEK_CHUNK = 1 << 16;
+/** Small enough that counting the newlines of one chunk never holds the event loop for long. */
+const SEEK_CHUNK = 1 << 18;
 const NL = 0x0a;
 
 const REFUSED_TYPES: Partial<Record<EntryType, [ErrorCode, string]>> = {
@@ -47,24 +58,33 @@ function requireFile(st: BigIntStats, where: string): void {
   if (refused) throw new ServerFsError(refused[0], `${where} ${refused[1]}`);
 }
 
-/** Reads up to `length` bytes at `position`, fewer only at end of file. */
-function readAt(fd: number, length: number, position: number): Buffer {
-  const buf = Buffer.allocUnsafe(length);
+function readInto(fd: number, buf: Buffer, offset: number, length: number, position: number): Promise<number> {
+  return new Promise((resolve, reject) => read(fd, buf, offset, length, position, (e, n) => (e ? reject(e) : resolve(n))));
+}
+
+/** Reads up to `length` bytes at `position` into `buf` (or a new buffer), fewer only at end of file. */
+async function readAt(fd: number, length: number, position: number, buf = Buffer.allocUnsafe(length)): Promise<Buffer> {
   let n = 0;
   while (n < length) {
-    const got = readSync(fd, buf, n, length - n, position + n);
+    const got = await readInto(fd, buf, n, length - n, position + n);
     if (got === 0) break;
     n += got;
   }
   return buf.subarray(0, n);
 }
 
-/** The byte offset where line `line` starts, counting from line 1 at `offset`; null past the end. */
-function seekLine(fd: number, offset: number, line: number): number | null {
+/**
+ * The byte offset where line `line` starts, counting from line 1 at `offset`: null past the end of
+ * the file, "limit" when it is not found in the file's first `maxScan` bytes and the file goes on.
+ */
+async function seekLine(fd: number, offset: number, line: number, maxScan: number, signal: AbortSignal): Promise<number | null | "limit"> {
   let remaining = line - 1;
   let position = offset;
+  const scratch = remaining > 0 ? Buffer.allocUnsafe(SEEK_CHUNK) : null;
   while (remaining > 0) {
-    const chunk = readAt(fd, SEEK_CHUNK, position);
+    if (signal.aborted) throw new Abandoned("the call was abandoned");
+    if (position >= maxScan) return (await readAt(fd, 1, position)).length === 0 ? null : "limit";
+    const chunk = await readAt(fd, Math.min(SEEK_CHUNK, maxScan - position), position, scratch!);
     if (chunk.length === 0) return null;
     for (let i = chunk.indexOf(NL); i !== -1; i = chunk.indexOf(NL, i + 1)) {
       if (--remaining === 0) return position + i + 1;
@@ -88,23 +108,31 @@ function fitLines(window: Buffer, maxLines: number, maxBytes: number): { end: nu
   return { end, lines };
 }
 
-function readOpenFile(fd: number, where: string, req: PageRequest): TextPage {
+async function readOpenFile(fd: number, where: string, req: PageRequest): Promise<TextPage> {
   const before = fstatSync(fd, { bigint: true });
   requireFile(before, where);
-  const head = readAt(fd, HEAD_BYTES, 0);
+  const changed = () => revisionOf(before) !== revisionOf(fstatSync(fd, { bigint: true }));
+  const changedError = () => new ServerFsError("FILE_CHANGED_DURING_READ", `${where} changed while it was read`);
+  const head = await readAt(fd, HEAD_BYTES, 0);
+  // The first bytes decide BINARY_FILE before any seek: a huge binary file is never scanned.
+  if (head.includes(0)) throw changed() ? changedError() : new ServerFsError("BINARY_FILE", `${where} is a binary file`);
   const bodyStart = hasBom(head) ? 3 : 0;
-  const lineOffset = seekLine(fd, bodyStart, req.startLine);
+  const lineOffset = await seekLine(fd, bodyStart, req.startLine, req.maxScanBytes, req.signal);
+  if (lineOffset === "limit") {
+    if (changed()) throw changedError();
+    throw new ServerFsError("SCAN_LIMIT_EXCEEDED", `${where}: reaching line ${req.startLine} would read past max_scan_bytes`);
+  }
   // One byte past the budget tells a line that does not fit from one that ends exactly at it.
   const room = Math.max(0, Number(before.size) - (lineOffset ?? 0)) + 1;
-  const window = lineOffset === null ? Buffer.alloc(0) : readAt(fd, Math.min(req.maxBytes + 1, room), lineOffset);
+  const window = lineOffset === null ? Buffer.alloc(0) : await readAt(fd, Math.min(req.maxBytes + 1, room), lineOffset);
   const { end, lines } = fitLines(window, req.maxLines, req.maxBytes);
   const after = fstatSync(fd, { bigint: true });
 
   const tooLarge = lines === 0 && window.length > 0;
   const slice = tooLarge ? window : window.subarray(0, end);
   const hasMore = end < window.length;
-  if (revisionOf(before) !== revisionOf(after)) throw new ServerFsError("FILE_CHANGED_DURING_READ", `${where} changed while it was read`);
-  if (head.includes(0) || slice.includes(0)) throw new ServerFsError("BINARY_FILE", `${where} is a binary file`);
+  if (revisionOf(before) !== revisionOf(after)) throw changedError();
+  if (slice.includes(0)) throw new ServerFsError("BINARY_FILE", `${where} is a binary file`);
   if (req.whole && (tooLarge || hasMore)) throw new ServerFsError("RESOURCE_TOO_LARGE", `${where} does not fit in one page; use read_text_file`);
   if (tooLarge) throw new ServerFsError("LINE_TOO_LARGE", `${where} has a line longer than max_read_bytes`);
   const content = decodeStrict(slice);
@@ -122,23 +150,22 @@ function readOpenFile(fd: number, where: string, req: PageRequest): TextPage {
   };
 }
 
-export function readTextPage(ws: Workspace, target: NormalizedPath, req: PageRequest): TextPage {
+export async function readTextPage(ws: Workspace, target: NormalizedPath, req: PageRequest): Promise<TextPage> {
   const where = ws.where(target.path);
   if (target.segments.length === 0) throw new ServerFsError("NOT_A_FILE", `${where} is not a file`);
-  return withParent(ws.realRoot, target.segments, { where, side: "read" }, (dirFd, name) => {
-    let fd: number;
+  const fd = withParent(ws.realRoot, target.segments, { where, side: "read" }, (dirFd, name) => {
     try {
       requireFile(lstatAt(dirFd, name), where);
-      fd = openSync(at(dirFd, name), READ_FLAGS);
+      return openSync(at(dirFd, name), READ_FLAGS);
     } catch (e) {
       throw osError(e, "read", where);
     }
-    try {
-      return readOpenFile(fd, where, req);
-    } catch (e) {
-      throw osCode(e) === undefined ? e : osError(e, "read", where);
-    } finally {
-      closeQuietly(fd);
-    }
   });
+  try {
+    return await readOpenFile(fd, where, req);
+  } catch (e) {
+    throw osCode(e) === undefined ? e : osError(e, "read", where);
+  } finally {
+    closeQuietly(fd);
+  }
 }

@@ -13,6 +13,7 @@ import { isExhaustion, osError } from "../../../shared/fs/os-errors.ts";
 import { entryType } from "../../../shared/fs/stat.ts";
 import type { PathPolicy } from "../../../shared/path/policy.ts";
 import { childPath, type DirEntry, type EntryKind, readDirEntries } from "./dir-entries.ts";
+import { type StopFlag, throwIfStopped } from "./stop-flag.ts";
 
 export interface WalkFile {
   name: string;
@@ -34,6 +35,8 @@ export interface WalkOptions {
   maxEntries?: number;
   /** Further pruning of admitted subdirectories (search: VCS directories, exclusion globs). */
   enters?: (name: string, rel: string) => boolean;
+  /** Polled before every entry: a raised flag ends the walk (its handles closed) with `Stopped`. */
+  stop: StopFlag;
 }
 
 export interface WalkStats {
@@ -93,6 +96,7 @@ export function* walkFiles(startFd: number, opts: WalkOptions, stats: WalkStats)
   const stack: Level[] = [{ fd: startFd, path: opts.basePath, rel: "", entries: startEntries, next: 0 }];
   try {
     while (stack.length > 0) {
+      throwIfStopped(opts.stop);
       const level = stack[stack.length - 1]!;
       const entry = level.entries[level.next++];
       if (entry === undefined) {

@@ -1,14 +1,11 @@
 /**
  * `find_files(workdir, pattern, path, limit)` (mcp-surface.md §5.3): regular files below a
  * directory whose basename matches a glob, in walk order, bounded by `limit + 1` matches and by
- * `max_walk_entries` entries visited.
+ * `max_walk_entries` entries visited. The walk is a heavy call, run in the walk pool.
  */
 import * as v from "valibot";
-import { closeQuietly, openDirPath } from "../../../shared/fs/dir-handle.ts";
-import { globMatcher } from "../../../shared/path/glob.ts";
 import { type McpDeps, readTarget } from "../deps.ts";
-import { Pacer } from "../fs/pacer.ts";
-import { walkFiles, type WalkStats } from "../fs/walk.ts";
+import { treeTarget } from "../fs/tree-job.ts";
 import { defineTool, intParam, READ_ONLY } from "../tool.ts";
 
 const Output = v.strictObject({
@@ -34,30 +31,12 @@ export const findFiles = (deps: McpDeps) => {
     output: Output,
     unexpected: "READ_FAILED",
     async run(args, call) {
-      const { ws, path, segments, where } = readTarget(deps, call.audit, args.workdir, args.path);
-      const limit = Math.min(args.limit, max_search_results);
-      const matches = globMatcher(args.pattern, { crossSlash: false });
-      const pacer = new Pacer({ signal: call.signal });
-      const stats: WalkStats = { entries: 0, capped: false };
-      const found: { path: string }[] = [];
-      const fd = openDirPath(ws.realRoot, segments, { where, side: "read" });
-      try {
-        const walk = { policy: ws.pathPolicy, where, basePath: path, maxEntries: max_walk_entries };
-        for (const file of walkFiles(fd, walk, stats)) {
-          if (matches(file.name)) {
-            found.push({ path: file.path });
-            if (found.length > limit) break;
-          }
-          if (pacer.due()) await pacer.pause();
-        }
-      } finally {
-        closeQuietly(fd);
-      }
-      const result = found.slice(0, limit);
-      const truncated = found.length > limit || stats.capped;
-      call.audit["returned"] = result.length;
+      const target = treeTarget(readTarget(deps, call.audit, args.workdir, args.path));
+      const job = { target, pattern: args.pattern, limit: Math.min(args.limit, max_search_results), maxEntries: max_walk_entries };
+      const { matches, truncated } = await deps.heavy.walk({ signal: call.signal }, (api, stop) => api.findFiles(job, stop));
+      call.audit["returned"] = matches.length;
       call.audit["truncated"] = truncated;
-      return { matches: result, returned: result.length, truncated };
+      return { matches, returned: matches.length, truncated };
     },
   });
 };

@@ -1,16 +1,22 @@
 /**
  * `list_directory(workdir, path, offset, limit)` (mcp-surface.md §5.2): one page of a directory's
- * admitted entries in byte order, each stat-ed without following links.
+ * admitted entries in byte order, each stat-ed without following links. A directory whose own size
+ * says it holds more than a few thousand entries is listed as a heavy call in the walk pool, so a
+ * high `offset` in a huge directory never holds up other calls.
  */
-import type { BigIntStats } from "node:fs";
+import { fstatSync } from "node:fs";
 import * as v from "valibot";
-import { lstatAt, withDir } from "../../../shared/fs/dir-handle.ts";
-import { osCode, osError } from "../../../shared/fs/os-errors.ts";
-import { entryType, modifiedAt, sizeOf } from "../../../shared/fs/stat.ts";
-import type { PathPolicy } from "../../../shared/path/policy.ts";
+import { withDir } from "../../../shared/fs/dir-handle.ts";
 import { type McpDeps, readTarget } from "../deps.ts";
-import { childPath, readDirEntries } from "../fs/dir-entries.ts";
+import { type ListPage, listPage } from "../fs/list-job.ts";
+import { treeTarget } from "../fs/tree-job.ts";
 import { defineTool, intParam, READ_ONLY } from "../tool.ts";
+
+/**
+ * A directory's `st_size` grows with its entries (ext4: about 24 bytes each, tmpfs: 20); up to this
+ * many bytes (a few thousand entries, milliseconds of work) it is listed inline.
+ */
+const INLINE_DIR_BYTES = 64 * 1024;
 
 const Entry = v.strictObject({
   name: v.string(),
@@ -30,50 +36,6 @@ const Output = v.strictObject({
   has_more: v.boolean(),
 });
 
-type ListedEntry = v.InferOutput<typeof Entry>;
-
-interface Page {
-  entries: ListedEntry[];
-  hasMore: boolean;
-}
-
-/** A no-follow stat of `name`, or null when it vanished since the directory was read. */
-function statEntry(dirFd: number, name: string, where: string): BigIntStats | null {
-  try {
-    return lstatAt(dirFd, name);
-  } catch (e) {
-    if (osCode(e) === "ENOENT") return null;
-    throw osError(e, "read", where);
-  }
-}
-
-/**
- * Entries are stat-ed in sorted order only as far as the page needs (plus one, for `has_more`):
- * the same page as stat-ing all first, since a vanished entry simply drops out of the order.
- */
-function listPage(dirFd: number, dirPath: string, policy: PathPolicy, offset: number, limit: number, where: string): Page {
-  let names: string[];
-  try {
-    names = readDirEntries(dirFd)
-      .map((e) => e.name)
-      .filter((name) => policy.admitsChild(dirPath, name));
-  } catch (e) {
-    throw osError(e, "read", where);
-  }
-  const entries: ListedEntry[] = [];
-  let surviving = 0;
-  for (const name of names) {
-    const st = statEntry(dirFd, name, where);
-    if (st === null) continue;
-    if (surviving >= offset + limit) return { entries, hasMore: true };
-    if (surviving >= offset) {
-      entries.push({ name, path: childPath(dirPath, name), type: entryType(st), size: sizeOf(st), modified_at: modifiedAt(st) });
-    }
-    surviving++;
-  }
-  return { entries, hasMore: false };
-}
-
 export const listDirectory = (deps: McpDeps) => {
   const { default_list_limit, max_list_entries } = deps.config.limits;
   return defineTool({
@@ -90,20 +52,21 @@ export const listDirectory = (deps: McpDeps) => {
     }),
     output: Output,
     unexpected: "READ_FAILED",
-    run(args, call) {
-      const { ws, path, segments, where } = readTarget(deps, call.audit, args.workdir, args.path);
-      const limit = Math.min(args.limit, max_list_entries);
-      const page = withDir(ws.realRoot, segments, { where, side: "read" }, (fd) =>
-        listPage(fd, path, ws.pathPolicy, args.offset, limit, where),
+    async run(args, call) {
+      const t = readTarget(deps, call.audit, args.workdir, args.path);
+      const job = { target: treeTarget(t), offset: args.offset, limit: Math.min(args.limit, max_list_entries) };
+      const inline = withDir(t.ws.realRoot, t.segments, { where: t.where, side: "read" }, (fd): ListPage | null =>
+        fstatSync(fd).size <= INLINE_DIR_BYTES ? listPage(fd, t.path, t.ws.pathPolicy, job, null) : null,
       );
+      const page = inline ?? (await deps.heavy.walk({ signal: call.signal }, (api, stop) => api.listDirectory(job, stop)));
       call.audit["returned"] = page.entries.length;
       call.audit["has_more"] = page.hasMore;
       return {
-        workdir: ws.alias,
-        path,
+        workdir: t.ws.alias,
+        path: t.path,
         entries: page.entries,
         offset: args.offset,
-        limit,
+        limit: job.limit,
         returned: page.entries.length,
         has_more: page.hasMore,
       };

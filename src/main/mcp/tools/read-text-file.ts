@@ -1,6 +1,7 @@
 /**
  * `read_text_file(workdir, path, start_line, max_lines)` (mcp-surface.md §5.5): one page of whole
- * lines of a UTF-8 text file, with the revision that edits and deletes need.
+ * lines of a UTF-8 text file, with the revision that edits and deletes need. A read that must seek
+ * to its start line is a heavy call (docs/reliability.md, "Hardening"); a read from line 1 is not.
  */
 import * as v from "valibot";
 import { type McpDeps, requireWorkspace } from "../deps.ts";
@@ -34,16 +35,20 @@ export const readTextFile = (deps: McpDeps) =>
     }),
     output: Output,
     unexpected: "READ_FAILED",
-    run(args, call) {
+    async run(args, call) {
       const ws = requireWorkspace(deps, args.workdir);
       const target = ws.confine(args.path);
       call.audit["path"] = target.path;
-      const page = readTextPage(ws, target, {
-        startLine: args.start_line,
-        maxLines: Math.min(args.max_lines, ws.policy.max_read_lines),
-        maxBytes: ws.policy.max_read_bytes,
-        whole: false,
-      });
+      const read = () =>
+        readTextPage(ws, target, {
+          startLine: args.start_line,
+          maxLines: Math.min(args.max_lines, ws.policy.max_read_lines),
+          maxBytes: ws.policy.max_read_bytes,
+          whole: false,
+          maxScanBytes: deps.config.limits.max_scan_bytes,
+          signal: call.signal,
+        });
+      const page = args.start_line === 1 ? await read() : await deps.heavy.run({ signal: call.signal }, read);
       call.audit["bytes_returned"] = page.bytes_returned;
       call.audit["start_line"] = page.start_line;
       call.audit["end_line"] = page.end_line;

@@ -1,0 +1,66 @@
+/**
+ * A `serverfs mcp` process driven by hand over stdio, newline-delimited JSON-RPC, for what the SDK
+ * client hides: when exactly stdin closes, which answers were written, a client that stops reading.
+ */
+import type { Subprocess } from "bun";
+import { BUN, CLI, REPO_ROOT } from "./workspace.ts";
+
+export interface RawServer {
+  proc: Subprocess<"pipe", "pipe", "ignore">;
+  send(msg: unknown): void;
+  /** Resolves with the answer to request `id` (read from stdout in order). */
+  answer(id: number): Promise<Record<string, unknown>>;
+  /** Every answer read so far, by id. */
+  answered: Map<number, Record<string, unknown>>;
+  /** `tools/call` of `name` as request `id`. */
+  callTool(id: number, name: string, args: Record<string, unknown>): void;
+}
+
+export const INIT = {
+  jsonrpc: "2.0",
+  id: 0,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+};
+
+/** Starts the server and completes the initialize handshake. */
+export async function startRaw(configPath: string): Promise<RawServer> {
+  const proc = Bun.spawn([BUN, CLI, "mcp", "--config", configPath], { cwd: REPO_ROOT, stdin: "pipe", stdout: "pipe", stderr: "ignore" });
+  const answered = new Map<number, Record<string, unknown>>();
+  const waiters = new Map<number, (m: Record<string, unknown>) => void>();
+  void (async () => {
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for await (const chunk of proc.stdout) {
+      buffer += decoder.decode(chunk, { stream: true });
+      for (let nl = buffer.indexOf("\n"); nl !== -1; nl = buffer.indexOf("\n")) {
+        const msg = JSON.parse(buffer.slice(0, nl)) as Record<string, unknown>;
+        buffer = buffer.slice(nl + 1);
+        if (typeof msg["id"] !== "number") continue;
+        answered.set(msg["id"], msg);
+        waiters.get(msg["id"])?.(msg);
+      }
+    }
+  })();
+  const send = (msg: unknown) => {
+    proc.stdin.write(`${JSON.stringify(msg)}\n`);
+    void proc.stdin.flush();
+  };
+  const answer = (id: number) =>
+    new Promise<Record<string, unknown>>((resolve) => {
+      const done = answered.get(id);
+      if (done) resolve(done);
+      else waiters.set(id, resolve);
+    });
+  const server: RawServer = {
+    proc,
+    send,
+    answer,
+    answered,
+    callTool: (id, name, args) => send({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } }),
+  };
+  send(INIT);
+  await answer(0);
+  send({ jsonrpc: "2.0", method: "notifications/initialized" });
+  return server;
+}

@@ -1,0 +1,97 @@
+/**
+ * Memory is bounded under concurrency and abuse (docs/reliability.md, "Hardening: the event loop,
+ * reads and memory"): concurrent searches share the walk pool's reused scratch buffers instead of
+ * one file-sized buffer each, and a client that never reads stdout makes the server hold its
+ * requests instead of buffering every answer, while stdin EOF still ends it within a second.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { closeSync, constants, openSync, readFileSync } from "node:fs";
+import { parseAudit, startStdio, structured } from "../helpers/mcp-client.ts";
+import { INIT } from "../helpers/raw-stdio.ts";
+import { BUN, CLI, REPO_ROOT, type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
+
+const MiB = 2 ** 20;
+
+/** `VmRSS` and `VmHWM` (peak RSS) of a process, in bytes. */
+function memory(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? Number.NaN) * 1024;
+  return { rss: kb("VmRSS"), peak: kb("VmHWM") };
+}
+
+let dir: TempDir;
+
+beforeAll(() => {
+  dir = tempDir();
+  const line = "the quick brown fox jumps over the lazy dog, again and again and again\n";
+  dir.file("tree/large.txt", line.repeat(Math.floor((48 * MiB) / line.length)));
+  for (let i = 0; i < 20; i++) dir.file(`tree/src/f${i}.txt`, line.repeat(20));
+  for (let i = 0; i < 500; i++) dir.file(`wide/entry-with-a-fairly-long-name-${String(i).padStart(4, "0")}.txt`, "x");
+});
+afterAll(() => dir?.remove());
+
+describe("concurrent searches", () => {
+  test("16 concurrent search_text over a tree with one 48 MiB file raise peak RSS by far less than 16 file-sized buffers", async () => {
+    const config = writeConfig(dir.path, { limits: { search_workers: 2 }, workdirs: [{ slot: 1, alias: "t", path: `${dir.path}/tree` }] }, "search.toml");
+    const s = await startStdio(config);
+    try {
+      const pid = s.pid!;
+      expect(structured<{ returned: number }>(await s.call("search_text", { workdir: "t", query: "fox", path: "src", limit: 1 })).returned).toBe(1);
+      const before = memory(pid).rss;
+      const results = await Promise.all(Array.from({ length: 16 }, () => s.call("search_text", { workdir: "t", query: "zebra" })));
+      for (const r of results) expect(structured<{ returned: number }>(r).returned).toBe(0);
+      const rise = memory(pid).peak - before;
+      // Two workers, each one 48 MiB scratch buffer: about 100 MiB; 16 buffers would be 768 MiB.
+      expect(rise / MiB).toBeLessThan(300);
+    } finally {
+      await s.close();
+    }
+  }, 60_000);
+});
+
+describe("output backpressure on stdio", () => {
+  test("a client that never reads stdout: requests are held, memory stays bounded, EOF still ends the server within a second", async () => {
+    const config = writeConfig(dir.path, { limits: { max_list_entries: 500 }, workdirs: [{ slot: 1, alias: "w", path: `${dir.path}/wide` }] }, "wide.toml");
+    // stdout is a FIFO that this test holds open and never reads.
+    const fifo = `${dir.path}/stdout.fifo`;
+    Bun.spawnSync(["mkfifo", fifo]);
+    const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    const writer = openSync(fifo, constants.O_WRONLY);
+    const proc = Bun.spawn([BUN, CLI, "mcp", "--config", config], { cwd: REPO_ROOT, stdin: "pipe", stdout: writer, stderr: "pipe" });
+    closeSync(writer);
+    let stderr = "";
+    void (async () => {
+      for await (const chunk of proc.stderr) stderr += new TextDecoder().decode(chunk);
+    })();
+    const calls = () => parseAudit(stderr).filter((r) => r["event"] === "tool_call").length;
+    try {
+      const send = (msg: unknown) => proc.stdin.write(`${JSON.stringify(msg)}\n`);
+      send(INIT);
+      send({ jsonrpc: "2.0", method: "notifications/initialized" });
+      await proc.stdin.flush();
+      const deadline = Date.now() + 10_000;
+      while (!stderr.includes('"startup"') && Date.now() < deadline) await Bun.sleep(10);
+      const before = memory(proc.pid).rss;
+      // 3,000 pages of 500 entries: about 200 MB of answers if every one were dispatched.
+      const REQUESTS = 3000;
+      for (let id = 1; id <= REQUESTS; id++) {
+        send({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "list_directory", arguments: { workdir: "w", limit: 500 } } });
+      }
+      await proc.stdin.flush();
+      // The answers pile up until the bound, then the server stops dispatching.
+      while (calls() < 20 && Date.now() < deadline) await Bun.sleep(20);
+      let peak = 0;
+      for (const until = Date.now() + 1500; Date.now() < until; await Bun.sleep(50)) peak = Math.max(peak, memory(proc.pid).rss);
+      expect(calls()).toBeLessThan(REQUESTS / 2);
+      expect((peak - before) / MiB).toBeLessThan(200);
+      const closedAt = performance.now();
+      proc.stdin.end();
+      const code = await Promise.race([proc.exited, Bun.sleep(5000).then(() => "still running")]);
+      expect(code).toBe(0);
+      expect(performance.now() - closedAt).toBeLessThan(1000);
+    } finally {
+      proc.kill("SIGKILL");
+      closeSync(reader);
+    }
+  }, 60_000);
+});
