@@ -1,14 +1,17 @@
-/** What every MCP tool factory receives: the frozen config, the workdirs and the audit log. */
+/** What every MCP tool factory receives: the frozen config, the workdirs, the audit log and the transport. */
 import type { AuditLog } from "../../shared/audit.ts";
 import type { Config } from "../../shared/config/load.ts";
 import { ServerFsError } from "../../shared/errors.ts";
 import type { AuditFields } from "../../shared/audit.ts";
 import type { Workspace, Workspaces } from "../../shared/workspace.ts";
+import type { Transport } from "./transfer-limit.ts";
 
 export interface McpDeps {
   config: Config;
   workspaces: Workspaces;
   audit: AuditLog;
+  /** What carries the calls: it bounds binary transfers (transfer-limit.ts). */
+  transport: Transport;
 }
 
 export function requireWorkspace(deps: McpDeps, alias: string): Workspace {

@@ -10,6 +10,7 @@ import { Workspaces } from "../../shared/workspace.ts";
 import type { McpDeps } from "./deps.ts";
 import { agentToolsEnabled, buildTools } from "./tools/index.ts";
 import type { ToolDef } from "./tool.ts";
+import type { Transport } from "./transfer-limit.ts";
 
 export interface McpRuntime {
   deps: McpDeps;
@@ -17,7 +18,7 @@ export interface McpRuntime {
   agentTools: boolean;
 }
 
-export function prepareMcp(configPath: string | undefined): McpRuntime {
+export function prepareMcp(configPath: string | undefined, transport: Transport): McpRuntime {
   let config: Config;
   let workspaces: Workspaces;
   try {
@@ -29,7 +30,7 @@ export function prepareMcp(configPath: string | undefined): McpRuntime {
     throw e instanceof ConfigError ? e : new ConfigError(reason);
   }
   const audit = new AuditLog(config.server.log_level);
-  const deps: McpDeps = { config, workspaces, audit };
+  const deps: McpDeps = { config, workspaces, audit, transport };
   return { deps, tools: buildTools(deps), agentTools: agentToolsEnabled(deps) };
 }
 

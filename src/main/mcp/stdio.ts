@@ -6,6 +6,7 @@
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { createMcpServer } from "./server.ts";
 import { auditStartup, type McpRuntime } from "./startup.ts";
+import { incomingMessageLimit } from "./transfer-limit.ts";
 
 export async function serveStdio(rt: McpRuntime): Promise<void> {
   const ending = new AbortController();
@@ -21,5 +22,7 @@ export async function serveStdio(rt: McpRuntime): Promise<void> {
 
   const server = createMcpServer({ ...rt, signal: ending.signal });
   auditStartup(rt, "stdio");
-  await server.connect(new StdioServerTransport());
+  // Our reader takes in any upload up to the configured limit, so one over the stdio limit is
+  // answered BINARY_PAYLOAD_TOO_LARGE rather than ending the session.
+  await server.connect(new StdioServerTransport(process.stdin, process.stdout, { maxBufferSize: incomingMessageLimit(rt.deps.config) }));
 }
