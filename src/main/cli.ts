@@ -116,6 +116,14 @@ async function main(argv: string[]): Promise<number> {
       const { runDemo } = await import("./demo/run.ts");
       return runDemo();
     }
+    case "init": {
+      const { runInit } = await import("./operator/init.ts");
+      return runInit(args, configPath);
+    }
+    case "connect": {
+      const { runConnect } = await import("./operator/init.ts");
+      return runConnect(args, configPath);
+    }
     case "backup": {
       const { runBackup } = await import("./operator/backup.ts");
       return runBackup(args, configPath);

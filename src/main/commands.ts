@@ -82,6 +82,28 @@ export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
     maxWords: 1,
     example: "serverfs recovery clear --slot 3 --confirm",
   },
+  init: {
+    summary: "write a starter config for these directories, check it, and print each MCP host's setup",
+    usage: ["init [DIR…] [--write] [--force] [--config F]"],
+    flags: {
+      "--config": { value: "F", help: "where to write it (default ~/.config/serverfs/serverfs.toml)" },
+      "--write": { help: "make the workdirs writable (default read-only)" },
+      "--force": { help: "replace an existing config file" },
+    },
+    maxWords: 16,
+    example: "serverfs init ~/src/myproject --write",
+  },
+  connect: {
+    summary: "print (or with --write apply) one MCP host's setup: claude-code, codex, claude-desktop",
+    usage: ["connect claude-code|codex|claude-desktop [--write] [--auto-approve] [--config F]"],
+    flags: {
+      ...CONFIG,
+      "--write": { help: "apply it through the host's own CLI or config file, keeping what is there" },
+      "--auto-approve": { help: "codex: let Codex run ServerFS tools without asking (needed by codex exec for edits)" },
+    },
+    maxWords: 1,
+    example: "serverfs connect claude-code --write",
+  },
   backup: {
     summary: "copy the Bridge's state database to a new file (online, consistent, mode 0600)",
     usage: ["backup FILE [--config F] [--json]"],

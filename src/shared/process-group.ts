@@ -7,7 +7,7 @@
  * - `checkProcessGroup(pgid, startTime, mark)` → `"alive" | "gone" | "cannot_check"`.
  * - `terminateProcessGroup(pgid, startTime, mark, bounds?)` → `{ proven }`: SIGTERM, grace, SIGKILL,
  *   verify; proven only when the check then reads "gone".
- * - `PROVIDER_MARK_VARIABLE`, `DEFAULT_TERMINATE_BOUNDS`, types `GroupVerdict`, `ProcStat`,
+ * - `PROVIDER_MARK_VARIABLE`, `DEFAULT_TERMINATE_BOUNDS`, `KILL_BOUNDS`, types `GroupVerdict`, `ProcStat`,
  *   `TerminateBounds`.
  *
  * "Gone" always also requires that no live process of our uid carries `SERVERFS_PROVIDER_MARK=<mark>`,
@@ -31,7 +31,7 @@ export interface ProcStat {
 }
 
 export interface TerminateBounds {
-  /** How long to wait after SIGTERM before SIGKILL. */
+  /** How long to wait after SIGTERM before SIGKILL; 0 sends no SIGTERM at all. */
   graceMs: number;
   /** How long to wait after SIGKILL for the check to read gone. */
   verifyMs: number;
@@ -39,6 +39,12 @@ export interface TerminateBounds {
 }
 
 export const DEFAULT_TERMINATE_BOUNDS: TerminateBounds = { graceMs: 5000, verifyMs: 5000, pollMs: 100 };
+
+/**
+ * Stopping a cancelled or timed-out run (bridge.md §7.2 step 5): the runtime's interrupt and the 10 s
+ * wait for the leader were its grace, so the group gets SIGKILL at once and 5 s to read gone.
+ */
+export const KILL_BOUNDS: TerminateBounds = { graceMs: 0, verifyMs: 5000, pollMs: 100 };
 
 /** Parses `/proc/<pid>/stat` after the last `)`, since the command name may hold spaces and parens. */
 export function readProcStat(pid: number): ProcStat | null {
@@ -193,7 +199,7 @@ export async function terminateProcessGroup(
   bounds: TerminateBounds = DEFAULT_TERMINATE_BOUNDS,
 ): Promise<{ proven: boolean }> {
   const phases: [NodeJS.Signals, number][] = [
-    ["SIGTERM", bounds.graceMs],
+    ...(bounds.graceMs > 0 ? [["SIGTERM", bounds.graceMs] as [NodeJS.Signals, number]] : []),
     ["SIGKILL", bounds.verifyMs],
   ];
   for (const [sig, windowMs] of phases) {

@@ -9,6 +9,7 @@ import { exposeApi } from "../shared/comlink-worker.ts";
 import type { ConfigFile } from "../shared/config/schema.ts";
 import { type ErrorCode, ServerFsError } from "../shared/errors.ts";
 import { Redactor } from "../shared/redact.ts";
+import { isStorageFault } from "../shared/storage-fault.ts";
 import { appendEvents } from "../shared/store/events.ts";
 import { openDatabase } from "../shared/store/open.ts";
 import { recordProvider, transition } from "../shared/store/tasks.ts";
@@ -37,13 +38,19 @@ const store = (): Database => {
   return db;
 };
 
+/** The code a batch ends the run with: a broken event limit, or a store that cannot take the batch. */
 function commitBatch(taskId: string, events: PendingEvent[]): ErrorCode | null {
-  const r = appendEvents(
-    store(),
-    taskId,
-    events.map((e) => ({ type: e.event_type, payload: e.payload })),
-  );
-  return r.broke;
+  try {
+    const r = appendEvents(
+      store(),
+      taskId,
+      events.map((e) => ({ type: e.event_type, payload: e.payload })),
+    );
+    return r.broke;
+  } catch (e) {
+    if (isStorageFault(e)) return "BRIDGE_STORAGE_ERROR";
+    throw e;
+  }
 }
 
 async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
@@ -163,7 +170,10 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
 
 /** An event-limit break outranks what the provider said; every text is redacted before it leaves. */
 function finalOutcome(outcome: Outcome, brokenBy: ErrorCode | null, redactor: Redactor): Outcome {
-  if (brokenBy) return { kind: "failed", code: brokenBy, message: "the task broke an event limit" };
+  if (brokenBy) {
+    const message = brokenBy === "BRIDGE_STORAGE_ERROR" ? "the task's events could not be stored" : "the task broke an event limit";
+    return { kind: "failed", code: brokenBy, message };
+  }
   if (outcome.kind === "final") return { kind: "final", text: redactor.redactText(outcome.text) };
   if (outcome.kind === "failed") return { kind: "failed", code: outcome.code, message: redactor.redactText(outcome.message) };
   return outcome;

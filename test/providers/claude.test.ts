@@ -278,21 +278,21 @@ describe.skipIf(!PRESENT)("providers.md claude: can_use_tool approvals", () => {
     const r = run(s, "make a file", { decisions: ["deny"] });
     expect(await r.outcome).toEqual({ kind: "final", text: "understood" });
     expect(existsSync(join(s.ws.path, "made.txt"))).toBe(false);
-    expect(r.events).toContainEqual({ type: "tool.completed", payload: { tool: "Bash", is_error: true } });
+    expect(r.events).toContainEqual({ type: "tool.completed", payload: { tool: "Bash", is_error: true, error: expect.stringContaining("Denied by the remote user") } });
     const seen = transcript(s.mock.requests[1]!.messages).map((t) => t.text);
     expect(seen.some((t) => t.startsWith("tool_result:") && t.includes("Denied by the remote user") && t.endsWith(":true"))).toBe(true);
     await r.finish();
   }, 40_000);
 
-  test("a Write is a file_change approval naming the file; its contents stay out of the payload", async () => {
+  test("a Write is a file_change approval naming the file and proposing its content (the Bridge makes the diff)", async () => {
     const s = setup([]);
     const target = join(s.ws.path, "notes.txt");
     s.mock.script([{ tool: "Write", input: { file_path: target, content: "secret contents" } }, { say: "written" }]);
     const r = run(s, "write notes", { decisions: ["approve_once"] });
     expect(await r.outcome).toEqual({ kind: "final", text: "written" });
     expect(r.approvals).toHaveLength(1);
-    expect(r.approvals[0]).toMatchObject({ category: "file_change", tool: "Write", file_changes: [{ path: target }] });
-    expect(JSON.stringify(r.approvals[0])).not.toContain("secret contents");
+    expect(r.approvals[0]).toMatchObject({ category: "file_change", tool: "Write", file_changes: [{ path: target, change: { write: "secret contents" } }] });
+    expect(r.approvals[0]).not.toHaveProperty("tool_input");
     expect(readFileSync(target, "utf8")).toBe("secret contents");
     expect(r.events).toContainEqual({ type: "file_change.started", payload: { tool: "Write", paths: [target] } });
     expect(r.events).toContainEqual({ type: "tool.completed", payload: { tool: "Write", is_error: false } });

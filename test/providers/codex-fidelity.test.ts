@@ -250,3 +250,92 @@ describe.skipIf(!CODEX_PRESENT)("permission requests (request_permissions)", () 
     expect(JSON.parse(mock.toolOutput("call_0")!)).toMatchObject({ permissions: { file_system: null } });
   }, 60_000);
 });
+
+describe.skipIf(!CODEX_PRESENT)("item 3: an approval says what it will do", () => {
+  test("a command approval shows the command the model asked for and its reason; the event carries the summary", async () => {
+    const { s } = await stack([{ exec: "echo hi > said.txt", escalate: true, justification: "to write said.txt" }, done("ok")], UNTRUSTED);
+    const taskId = await s.submit({ prompt: "say hi" });
+    const request = await s.pending(taskId);
+    const payload = request["payload"] as Json;
+    expect(payload).toMatchObject({ category: "command", command: "echo hi > said.txt", reason: "to write said.txt" });
+    expect(payload["summary"]).toBe("Run a command: echo hi > said.txt");
+    const asked = (await s.events(taskId)).find((e) => e["event_type"] === "approval.requested")!["payload"] as Json;
+    expect(asked).toMatchObject({ summary: payload["summary"], category: "command", command: "echo hi > said.txt" });
+    expect(await s.respond(taskId, request, "deny")).toBeNull();
+    expect(await s.finish(taskId)).toMatchObject({ status: "succeeded" });
+  }, 60_000);
+
+  test("a patch approval gives each file its kind and a workdir-relative unified diff; a denied file's content is withheld", async () => {
+    const patch = [
+      "*** Begin Patch",
+      "*** Update File: README.md",
+      "@@",
+      "-# demo",
+      "+# demo, improved",
+      "*** Delete File: src/old.txt",
+      "*** Add File: src/new.txt",
+      "+fresh line",
+      "*** Delete File: .env",
+      "*** End Patch",
+      "",
+    ].join("\n");
+    const { s } = await stack([{ patch }, done("judged")], UNTRUSTED);
+    await Bun.write(join(s.workspace, "src/old.txt"), "going away\n");
+    await Bun.write(join(s.workspace, ".env"), "SECRET=canary-env-value\n");
+    const taskId = await s.submit({ prompt: "patch it" });
+    const request = await s.pending(taskId);
+    const payload = request["payload"] as Json;
+    expect(payload["category"]).toBe("file_change");
+    // Codex lists a patch's files in path order
+    const changes = payload["file_changes"] as Json[];
+    expect(changes).toEqual([
+      { path: ".env", kind: "delete", diff: null, withheld: true },
+      { path: "README.md", kind: "update", diff: "--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-# demo\n+# demo, improved\n" },
+      { path: "src/new.txt", kind: "add", diff: "--- /dev/null\n+++ b/src/new.txt\n@@ -0,0 +1 @@\n+fresh line\n" },
+      { path: "src/old.txt", kind: "delete", diff: "--- a/src/old.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-going away\n" },
+    ]);
+    expect(JSON.stringify(request)).not.toContain("canary-env-value");
+    expect(JSON.stringify(request)).not.toContain(s.workspace);
+    expect(payload["summary"]).toBe("Apply file changes: delete .env, update README.md, add src/new.txt, delete src/old.txt");
+    const asked = (await s.events(taskId)).find((e) => e["event_type"] === "approval.requested")!["payload"] as Json;
+    expect(asked).toMatchObject({
+      summary: payload["summary"],
+      category: "file_change",
+      paths: changes.map((c) => ({ path: c["path"], kind: c["kind"] })),
+    });
+    expect(JSON.stringify(asked)).not.toContain("improved");
+    expect(await s.respond(taskId, request, "deny")).toBeNull();
+    expect(await s.finish(taskId)).toMatchObject({ status: "succeeded", final_response: "judged" });
+    expect(readFileSync(join(s.workspace, "README.md"), "utf8")).toBe("# demo\n");
+  }, 60_000);
+
+  test("a diff longer than 16 KiB is cut and says truncated", async () => {
+    const big = Array.from({ length: 1200 }, (_, i) => `+line ${i} ${"x".repeat(20)}`).join("\n");
+    const { s } = await stack([{ patch: `*** Begin Patch\n*** Add File: big.txt\n${big}\n*** End Patch\n` }, done("big")], UNTRUSTED);
+    const taskId = await s.submit({ prompt: "add a big file" });
+    const request = await s.pending(taskId);
+    const [change] = (request["payload"] as Json)["file_changes"] as Json[];
+    expect(change).toMatchObject({ path: "big.txt", kind: "add", truncated: true });
+    expect(Buffer.byteLength(String(change!["diff"]))).toBeLessThanOrEqual(16_384);
+    expect(String(change!["diff"])).toStartWith("--- /dev/null\n+++ b/big.txt\n@@ -0,0 +1,1200 @@\n+line 0 ");
+    expect(await s.respond(taskId, request, "deny")).toBeNull();
+    expect(await s.finish(taskId)).toMatchObject({ status: "succeeded" });
+  }, 60_000);
+});
+
+describe.skipIf(!CODEX_PRESENT)("item 4: events tell what happened", () => {
+  test("a command's output reaches its item.completed event, cut to its last 4 KiB", async () => {
+    const { s } = await stack([{ exec: "for i in $(seq 1 600); do echo line-$i-of-output; done; echo THE-END" }, done("printed")], UNTRUSTED);
+    const taskId = await s.submit({ prompt: "print a lot" });
+    const { task } = await approveEverything(s, taskId);
+    expect(task).toMatchObject({ status: "succeeded", final_response: "printed" });
+    const completed = (await s.events(taskId))
+      .map((e) => e["payload"] as Json)
+      .find((p) => p["type"] === "commandExecution" && typeof p["output"] === "string")!;
+    expect(completed).toMatchObject({ status: "completed", exitCode: 0, truncated: true });
+    const output = String(completed["output"]);
+    expect(Buffer.byteLength(output)).toBeLessThanOrEqual(4096);
+    expect(output.trimEnd()).toEndWith("THE-END");
+    expect(output).not.toContain("line-1-of-output");
+  }, 60_000);
+});

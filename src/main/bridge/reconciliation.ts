@@ -33,7 +33,12 @@ export interface RecoveryScope {
   store: Store;
   lockDir: string;
   audit: AuditLog;
+  /** The task's run ended while the store could not record it: its end is BRIDGE_STORAGE_ERROR, not AGENT_PROVIDER_INACTIVE. */
+  unrecorded?: (taskId: string) => boolean;
 }
+
+const INACTIVE = { code: "AGENT_PROVIDER_INACTIVE", message: "the task's provider is no longer running" } as const;
+const UNRECORDED = { code: "BRIDGE_STORAGE_ERROR", message: "the task ended while the Bridge could not write its state" } as const;
 
 export interface StartupScope extends RecoveryScope {
   terminateOrphans: boolean;
@@ -142,20 +147,22 @@ async function reconcileGuardAlone(scope: StartupScope, slot: number, handled: S
 }
 
 /**
- * The §12.3 table for a gone verdict: an active task is interrupted with AGENT_PROVIDER_INACTIVE; a
- * guard naming the task is removed, and a terminal task is told so only when that removal happened.
- * A missing row leaves only the audit line.
+ * The §12.3 table for a gone verdict: an active task is interrupted with AGENT_PROVIDER_INACTIVE (or
+ * BRIDGE_STORAGE_ERROR for a run whose end the store could not take then); a guard naming the task is
+ * removed, and a terminal task is told so only when that removal happened. A missing row leaves only
+ * the audit line.
  */
 function settleGone(scope: RecoveryScope, slot: number | null, taskId: string, fallback: RecoverySubject, verdict: Verdict): void {
   const row = scope.store.getTask(taskId);
   const subject = row ? subjectOf(slot, row) : fallback;
   let interrupted = false;
   if (row && !isTerminal(row.status)) {
+    const end = scope.unrecorded?.(taskId) ? UNRECORDED : INACTIVE;
     const moved = scope.store.transition(taskId, "interrupted", {
-      error: { code: "AGENT_PROVIDER_INACTIVE", message: "the task's provider is no longer running" },
+      error: end,
       events: [
-        { type: "task.reconciled", payload: { status: verdict.status, provider_active: false, error_code: "AGENT_PROVIDER_INACTIVE" } },
-        { type: "task.interrupted", payload: { error_code: "AGENT_PROVIDER_INACTIVE" } },
+        { type: "task.reconciled", payload: { status: verdict.status, provider_active: false, error_code: end.code } },
+        { type: "task.interrupted", payload: { error_code: end.code } },
       ],
     });
     interrupted = moved !== null;

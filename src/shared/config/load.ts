@@ -59,14 +59,18 @@ export interface LoadOptions {
   cwd?: string;
 }
 
+/** The per-user config file: `$XDG_CONFIG_HOME/serverfs/serverfs.toml`, else under `~/.config`. */
+export function userConfigPath(env: Record<string, string | undefined> = process.env): string {
+  return join(env["XDG_CONFIG_HOME"] || join(homedir(), ".config"), "serverfs", "serverfs.toml");
+}
+
 export function findConfigFile(opts: LoadOptions): string {
   const env = opts.env ?? process.env;
   if (opts.configPath) return opts.configPath;
   if (env["SERVERFS_CONFIG"]) return env["SERVERFS_CONFIG"];
   const local = join(opts.cwd ?? process.cwd(), "serverfs.toml");
   if (existsSync(local)) return local;
-  const xdg = env["XDG_CONFIG_HOME"] || join(homedir(), ".config");
-  const user = join(xdg, "serverfs", "serverfs.toml");
+  const user = userConfigPath(env);
   if (existsSync(user)) return user;
   throw new ConfigError(
     "no config file found (use --config, SERVERFS_CONFIG, ./serverfs.toml or ~/.config/serverfs/serverfs.toml)",

@@ -25,6 +25,7 @@ import { canonicalJson } from "../canonical-json.ts";
 import { ServerFsError } from "../errors.ts";
 import { O_CLOEXEC } from "../fs/dir-handle.ts";
 import { random16Hex } from "../ids.ts";
+import { isStorageFault, storageError } from "../storage-fault.ts";
 import { slotName } from "./lock-files.ts";
 
 export interface Guard {
@@ -59,15 +60,23 @@ function fsyncDir(dir: string): void {
   }
 }
 
-/** Writes `guard` to a fresh temporary file in active/ and returns its path. */
+/** Writes `guard` to a fresh temporary file in active/ and returns its path; a full or failing disk is BRIDGE_STORAGE_ERROR. */
 function writeTemp(lockDir: string, guard: Guard, sharingGid: number | null): string {
   const tmp = join(activeDir(lockDir), `.${slotName(guard.slot)}.${random16Hex()}.tmp`);
-  const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW | O_CLOEXEC, 0o600);
+  let fd: number;
+  try {
+    fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW | O_CLOEXEC, 0o600);
+  } catch (e) {
+    throw isStorageFault(e) ? storageError() : e;
+  }
   try {
     writeSync(fd, `${canonicalJson(guard)}\n`);
     fsyncSync(fd);
     fchmodSync(fd, sharingGid === null ? 0o600 : 0o640);
     if (sharingGid !== null) fchownSync(fd, process.getuid?.() ?? 0, sharingGid);
+  } catch (e) {
+    unlinkQuietly(tmp);
+    throw isStorageFault(e) ? storageError() : e;
   } finally {
     closeSync(fd);
   }
@@ -91,6 +100,7 @@ export function publishGuard(lockDir: string, guard: Guard, sharingGid: number |
     if ((e as { code?: string }).code === "EEXIST") {
       throw new ServerFsError("WORKDIR_RECOVERY_REQUIRED", "the workdir slot has an unresolved active-slot guard");
     }
+    if (isStorageFault(e)) throw storageError();
     throw new ServerFsError("BRIDGE_SCHEDULING_FAILED", "the active-slot guard could not be published");
   } finally {
     unlinkQuietly(tmp);

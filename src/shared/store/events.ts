@@ -15,6 +15,7 @@
  * events before the breaking one stay committed.
  */
 import type { Database } from "bun:sqlite";
+import { writeImmediate } from "./write.ts";
 import { ServerFsError } from "../errors.ts";
 import { FIXED_LIMITS } from "../manifest.ts";
 import { byteLength } from "../utf8.ts";
@@ -105,9 +106,7 @@ export function appendEvents(
   events: readonly EventInput[],
   opts: AppendOptions = {},
 ): AppendResult {
-  return db
-    .transaction(() => insertEvents(db, taskId, events, { allowTerminal: opts.allowTerminal ?? false, onLimit: "stop" }))
-    .immediate();
+  return writeImmediate(db, () => insertEvents(db, taskId, events, { allowTerminal: opts.allowTerminal ?? false, onLimit: "stop" }));
 }
 
 type EnvelopeRow = EventRow & { correlation_id: string | null };

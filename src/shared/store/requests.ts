@@ -8,12 +8,14 @@
  * their input/result types (`OpenRequestInput`, `Resolution`, `RequestChange`, `StaleReason`).
  */
 import type { Database } from "bun:sqlite";
+import { writeImmediate } from "./write.ts";
 import { ServerFsError } from "../errors.ts";
 import { FIXED_LIMITS } from "../manifest.ts";
 import { byteLength } from "../utf8.ts";
 import { type AppendResult, insertEvents } from "./events.ts";
 import { type EventInput, REQUEST_COLUMNS, type RequestKind, type RequestRow, type TaskRow } from "./rows.ts";
 import { getTask } from "./tasks.ts";
+import { requestEventFields } from "../request-summary.ts";
 
 export interface OpenRequestInput {
   requestId: string;
@@ -59,8 +61,7 @@ export function openRequest(db: Database, input: OpenRequestInput): RequestChang
     throw new ServerFsError("AGENT_INTERACTION_TOO_LARGE", "the interaction payload is larger than 64 KiB");
   }
   const at = input.at ?? new Date().toISOString();
-  return db
-    .transaction((): RequestChange => {
+  return writeImmediate(db, (): RequestChange => {
       const task = getTask(db, input.taskId);
       if (!task) throw new ServerFsError("AGENT_TASK_NOT_FOUND", "agent task not found");
       if (task.pending_request_id !== null) throw new ServerFsError("REQUEST_PENDING", "the task already has a pending request");
@@ -81,15 +82,15 @@ export function openRequest(db: Database, input: OpenRequestInput): RequestChang
         [
           {
             type: input.kind === "approval" ? "approval.requested" : "question.requested",
-            payload: { request_id: input.requestId, expires_at: input.expiresAt },
+            // what is asked, in short, so an event reader need not fetch the request (docs/agent-requests.md)
+            payload: { request_id: input.requestId, expires_at: input.expiresAt, ...requestEventFields(input.kind, input.payload) },
             at,
           },
         ],
         SERVICE,
       );
       return { request: getRequest(db, input.requestId)!, task: getTask(db, input.taskId)!, events };
-    })
-    .immediate();
+    });
 }
 
 /**
@@ -186,16 +187,14 @@ function changeRequest(
   apply: (before: RequestRow, at: string) => Omit<EventInput, "at"> | null,
 ): RequestChange | null {
   const at = atOption ?? new Date().toISOString();
-  return db
-    .transaction((): RequestChange | null => {
+  return writeImmediate(db, (): RequestChange | null => {
       const before = getRequest(db, requestId);
       if (!before || before.task_id !== taskId) return null;
       const event = apply(before, at);
       if (!event) return null;
       const events = insertEvents(db, taskId, [{ ...event, at }], SERVICE);
       return { request: getRequest(db, requestId)!, task: getTask(db, taskId)!, events };
-    })
-    .immediate();
+    });
 }
 
 /** Pending requests whose `expires_at` has been reached at `now` (`now ≥ expires_at`), earliest first. */

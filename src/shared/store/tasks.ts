@@ -8,6 +8,7 @@
  * Every write runs in its own `BEGIN IMMEDIATE` transaction (nested calls become savepoints).
  */
 import type { Database } from "bun:sqlite";
+import { writeImmediate } from "./write.ts";
 import { type ErrorCode, ServerFsError } from "../errors.ts";
 import { cutUtf8 } from "../utf8.ts";
 import { type AppendResult, insertEvents } from "./events.ts";
@@ -49,8 +50,7 @@ export function listActive(db: Database): TaskRow[] {
  * A taken task id is AGENT_TASK_EXISTS; a taken idempotency key is a result, not an error.
  */
 export function insertTask(db: Database, row: NewTask, maxActive: number): InsertTaskResult {
-  return db
-    .transaction((): InsertTaskResult => {
+  return writeImmediate(db, (): InsertTaskResult => {
       if (countActive(db) >= maxActive) {
         throw new ServerFsError("AGENT_TASK_LIMIT_REACHED", "the maximum number of active agent tasks is reached");
       }
@@ -82,8 +82,7 @@ export function insertTask(db: Database, row: NewTask, maxActive: number): Inser
         row.manifest_sha256,
       );
       return { kind: "inserted", task: getTask(db, row.task_id)! };
-    })
-    .immediate();
+    });
 }
 
 export interface ListTasksQuery {
@@ -214,8 +213,7 @@ export function transition(
   }
   const update = `UPDATE tasks SET ${sets.join(", ")} WHERE task_id = ? AND status IN (${placeholders(sources.length)})`;
 
-  return db
-    .transaction((): TransitionResult | null => {
+  return writeImmediate(db, (): TransitionResult | null => {
       if (db.query(update).run(...args, taskId, ...sources).changes === 0) return null;
       if (terminal) {
         db.query("UPDATE pending_requests SET status = 'stale', resolved_at = ? WHERE task_id = ? AND status = 'pending'").run(
@@ -225,8 +223,7 @@ export function transition(
       }
       const events = insertEvents(db, taskId, opts.events ?? [], { allowTerminal: true, onLimit: "skip" });
       return { task: getTask(db, taskId)!, events };
-    })
-    .immediate();
+    });
 }
 
 export interface ProviderFacts {
@@ -239,8 +236,7 @@ export interface ProviderFacts {
 
 /** Records what is known about the provider; a null or absent value never overwrites a stored one. */
 export function recordProvider(db: Database, taskId: string, facts: ProviderFacts): TaskRow | null {
-  return db
-    .transaction((): TaskRow | null => {
+  return writeImmediate(db, (): TaskRow | null => {
       const changed = db
         .query(
           `UPDATE tasks SET provider_pgid = COALESCE(?, provider_pgid),
@@ -257,8 +253,7 @@ export function recordProvider(db: Database, taskId: string, facts: ProviderFact
           taskId,
         ).changes;
       return changed === 0 ? null : getTask(db, taskId);
-    })
-    .immediate();
+    });
 }
 
 /**
@@ -287,5 +282,5 @@ export function deleteTask(db: Database, taskId: string): boolean {
  */
 export function deleteTasks(db: Database, taskIds: readonly string[]): string[] {
   const del = db.query(`DELETE FROM tasks WHERE task_id = ? AND status IN ${TERMINAL_IN}`);
-  return db.transaction(() => taskIds.filter((id) => del.run(id).changes > 0)).immediate();
+  return writeImmediate(db, () => taskIds.filter((id) => del.run(id).changes > 0));
 }

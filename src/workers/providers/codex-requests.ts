@@ -13,7 +13,7 @@
  * An approval whose human never answers gets `onNoAnswer` (a decline: the run goes on).
  */
 import * as v from "valibot";
-import type { ApprovalPayload, ApprovalResolution, Decision, QuestionPayload, QuestionResolution } from "./types.ts";
+import type { ApprovalPayload, ApprovalResolution, Decision, ProposedFileChange, QuestionPayload, QuestionResolution } from "./types.ts";
 import { METHOD_NOT_FOUND } from "./codex-rpc.ts";
 
 type Reply = Record<string, unknown>;
@@ -40,6 +40,7 @@ const CommandParams = v.looseObject({
   command: text,
   cwd: text,
   reason: text,
+  commandActions: v.optional(v.nullable(v.array(v.looseObject({ command: v.optional(v.nullable(v.string())) })))),
   // structured entries (policy amendments) have no ServerFS decision and are left out
   availableDecisions: v.optional(v.nullable(v.array(v.unknown()))),
 });
@@ -90,6 +91,15 @@ function strings(fields: Record<string, string | null | undefined>): Record<stri
   return Object.fromEntries(Object.entries(fields).filter((e): e is [string, string] => typeof e[1] === "string" && e[1] !== ""));
 }
 
+/**
+ * The command as the model asked for it: Codex shows it wrapped (`/bin/bash -lc '<cmd>'`) and parses
+ * it into `commandActions`; a single action's own text is the model's command, else the full line.
+ */
+function modelCommand(command: string | null | undefined, actions: { command?: string | null }[] | null | undefined): string | null | undefined {
+  const only = actions?.length === 1 ? actions[0]!.command : undefined;
+  return typeof only === "string" && only !== "" ? only : command;
+}
+
 const refuse = (code: number, message: string): ServerRequestPlan => ({ kind: "refuse", code, message });
 const INVALID_PARAMS = -32602;
 
@@ -99,20 +109,20 @@ const PERMISSION_KEYS = { network: "network", file_system: "fileSystem" } as con
 export function planServerRequest(
   method: string,
   params: Record<string, unknown>,
-  knownChanges: (itemId: string) => { path: string }[],
+  knownChanges: (itemId: string) => ProposedFileChange[],
 ): ServerRequestPlan {
   switch (method) {
     case "item/commandExecution/requestApproval": {
       const p = v.safeParse(CommandParams, params);
       if (!p.success) return refuse(INVALID_PARAMS, "invalid approval request");
-      const { command, cwd, reason, availableDecisions } = p.output;
+      const { command, cwd, reason, availableDecisions, commandActions } = p.output;
       return {
         kind: "approval",
         payload: {
           category: "command",
           title: "Run a command",
           available_decisions: mapDecisions(availableDecisions),
-          ...strings({ command_display: command, reason, relative_cwd: cwd }),
+          ...strings({ command: modelCommand(command, commandActions), command_display: command, reason, relative_cwd: cwd }),
         },
         answer: decisionReply,
         onNoAnswer: DECLINE,

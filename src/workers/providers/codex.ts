@@ -22,12 +22,12 @@ import { VERSION } from "../../shared/version.ts";
 import * as v from "valibot";
 import { autoDeclinedEvent } from "../auto-decline.ts";
 import { probeVersion } from "./version-probe.ts";
-import { AgentMessages, type CodexItem, CodexItemSchema, filePaths, itemPayload } from "./codex-items.ts";
+import { AgentMessages, type CodexItem, CodexItemSchema, itemPayload, proposedChanges } from "./codex-items.ts";
 import { planServerRequest } from "./codex-requests.ts";
 import { CodexRpc, type Incoming, parseIncoming, type RequestId, RpcFailure } from "./codex-rpc.ts";
 import { reconcileFromEvidence } from "./reconcile.ts";
 import type { ProviderProcess } from "./spawn.ts";
-import type { Outcome, RunContext, RuntimeAdapter } from "./types.ts";
+import type { Outcome, ProposedFileChange, RunContext, RuntimeAdapter } from "./types.ts";
 import { cutEventText, failed, failedFrom, notActive, runtimeInfo, startRun } from "./adapter-kit.ts";
 
 export type CodexSettings = ConfigFile["runtimes"]["codex"];
@@ -89,7 +89,7 @@ class CodexRun {
   private running = false;
   private cancelRequested = false;
   private readonly messages = new AgentMessages();
-  private readonly changes = new Map<string, { path: string }[]>();
+  private readonly changes = new Map<string, ProposedFileChange[]>();
   /** Command items in progress: while any runs, silence is the command's, not a lost provider. */
   private readonly runningCommands = new Set<string>();
   /** Server requests waiting on a human, by their id's JSON (ids are numbers or strings). */
@@ -234,7 +234,7 @@ class CodexRun {
         const p = v.safeParse(ItemNotification, params);
         if (!p.success) return;
         const item: CodexItem = p.output.item;
-        if (item.type === "fileChange" && item.id !== undefined) this.changes.set(item.id, filePaths(item));
+        if (item.type === "fileChange" && item.id !== undefined) this.changes.set(item.id, proposedChanges(item));
         if (item.type === "commandExecution" && item.id !== undefined) this.commandRunning(item.id, method === "item/started");
         if (method === "item/completed") this.messages.add(item);
         this.ctx.emit(method === "item/started" ? "item.started" : "item.completed", itemPayload(item));

@@ -2,8 +2,8 @@
  * One request line in, one response out, checked in exactly the order of bridge.md §2.2:
  * UTF-8 and JSON → top-level key set and types → protocol version → method name → params key set
  * → params types → the method's handler. Once shutdown has begun every line is answered
- * BRIDGE_CLOSED. A handler's `ServerFsError` becomes its code and message; anything else it throws
- * is BRIDGE_PROTOCOL_ERROR with a generic message. Offers `answerLine` and the handler types.
+ * BRIDGE_CLOSED. A handler's `ServerFsError` becomes its code and message, a storage fault
+ * BRIDGE_STORAGE_ERROR; anything else it throws is BRIDGE_PROTOCOL_ERROR with a generic message. Offers `answerLine` and the handler types.
  */
 import { checkObject } from "../../../shared/bridge-protocol/check.ts";
 import {
@@ -14,6 +14,7 @@ import {
 } from "../../../shared/bridge-protocol/envelope.ts";
 import { isMethod, METHOD_PARAMS, type Method, type Params } from "../../../shared/bridge-protocol/methods.ts";
 import { isServerFsError } from "../../../shared/errors.ts";
+import { isStorageFault, storageError } from "../../../shared/storage-fault.ts";
 import { decodeStrict } from "../../../shared/utf8.ts";
 import { failure, INTERNAL_FAILURE, success } from "./responses.ts";
 
@@ -78,6 +79,8 @@ export async function answerLine(bytes: Uint8Array, dispatch: Dispatch, ctx: Req
     return success(request_id, result);
   } catch (e) {
     if (isServerFsError(e)) return failure(request_id, e.code, e.message);
+    // a read that met a failing disk or a database locked past its busy timeout
+    if (isStorageFault(e)) return failure(request_id, "BRIDGE_STORAGE_ERROR", storageError().message);
     dispatch.onUnexpected?.(method, e);
     return failure(request_id, "BRIDGE_PROTOCOL_ERROR", INTERNAL_FAILURE);
   }

@@ -12,8 +12,15 @@ import type { Config } from "../../../shared/config/load.ts";
 import type { RuntimeName } from "../../../shared/config/schema.ts";
 import { type ErrorCode, ServerFsError } from "../../../shared/errors.ts";
 import { isRequestId, isTaskId, newMark, newRequestId, newTaskId } from "../../../shared/ids.ts";
+import { isStorageFault } from "../../../shared/storage-fault.ts";
 import { buildManifest } from "../../../shared/manifest.ts";
-import { checkProcessGroup, type GroupVerdict, terminateProcessGroup } from "../../../shared/process-group.ts";
+import {
+  checkProcessGroup,
+  DEFAULT_TERMINATE_BOUNDS,
+  type GroupVerdict,
+  KILL_BOUNDS,
+  terminateProcessGroup,
+} from "../../../shared/process-group.ts";
 import { classifyResult, RESULT_PREVIEW_BYTES, resultPreview } from "../../../shared/spool.ts";
 import { isTerminal, type Resolution, type Store, TASK_STATUSES, type TaskObject, type TaskRow, type TaskStatus } from "../../../shared/store/index.ts";
 import { addSecondsIso, earlierIso, nowIso } from "../../../shared/time.ts";
@@ -30,6 +37,7 @@ import { auditRecovery } from "../../../shared/leases/recovery-audit.ts";
 import { type RecoveryScope, reconcileSlotLazily, settleFinding } from "../reconciliation.ts";
 import { checkAnswers, checkApproval } from "../../../shared/hitl-validation.ts";
 import { awaitEndedLeaseHolder } from "./ended-lease-holder.ts";
+import { describeRequest } from "./request-payload.ts";
 import type { RuntimeProbes } from "./runtime-probes.ts";
 import {
   authorize,
@@ -41,6 +49,7 @@ import {
   type StartDirectory,
 } from "./submission-checks.ts";
 import { TimerTable } from "./timers.ts";
+import { UnrecordedOutcomes } from "./unrecorded-outcomes.ts";
 import { EventWaiters } from "./waiters.ts";
 
 export interface ServiceDeps {
@@ -72,6 +81,8 @@ interface LiveRun {
   done: Promise<void>;
   /** A shutdown's group termination under way (§14 step 2); the finally path waits for it. */
   stopping: Promise<unknown> | null;
+  /** A cancel, deadline or expiry asked the provider to stop (§7.2 step 5: then SIGKILL, no second grace). */
+  stopRequested: boolean;
 }
 
 export interface SubmitParams {
@@ -98,8 +109,11 @@ export class TaskService {
   private readonly deadlines = new TimerTable();
   private readonly expiries = new TimerTable();
   private closing = false;
+  private readonly unrecorded: UnrecordedOutcomes;
 
-  constructor(private readonly deps: ServiceDeps) {}
+  constructor(private readonly deps: ServiceDeps) {
+    this.unrecorded = new UnrecordedOutcomes(deps.audit);
+  }
 
   get isClosing(): boolean {
     return this.closing;
@@ -266,16 +280,20 @@ export class TaskService {
       lease?.release();
       return replay()!;
     }
-    const run: LiveRun = { taskId, slot: ws.slot, lease, interaction: null, done: Promise.resolve(), stopping: null };
+    const run: LiveRun = { taskId, slot: ws.slot, lease, interaction: null, done: Promise.resolve(), stopping: null, stopRequested: false };
     this.runs.set(taskId, run);
     try {
       if (lease) publishGuard(this.lockDir, this.newGuard(inserted.task), this.deps.sharingGid);
     } catch (e) {
-      this.schedulingFailed(run, e instanceof ServerFsError && e.code === "WORKDIR_RECOVERY_REQUIRED" ? null : ws.slot);
-      throw new ServerFsError("BRIDGE_SCHEDULING_FAILED", `task ${taskId} could not be scheduled`);
+      const code = isStorageFault(e) ? "BRIDGE_STORAGE_ERROR" : "BRIDGE_SCHEDULING_FAILED";
+      this.schedulingFailed(run, e instanceof ServerFsError && e.code === "WORKDIR_RECOVERY_REQUIRED" ? null : ws.slot, code);
+      throw new ServerFsError(code, `task ${taskId} could not be scheduled`);
     }
     this.deadlines.arm(taskId, deadlineAt, () => void this.onDeadline(taskId));
-    run.done = this.execute(run, ws, startDir, p.prompt, profile, continueNativeSessionId);
+    run.done = this.execute(run, ws, startDir, p.prompt, profile, continueNativeSessionId).catch((e) => {
+      // every expected failure is settled inside; this keeps an unexpected one from taking the Bridge down
+      this.deps.audit.error("run_failed", { task_id: taskId, error_type: e instanceof Error ? e.name : typeof e });
+    });
     return { task_id: taskId, status: "queued", correlation_id: correlationId, idempotency_key: idempotencyKey };
   }
 
@@ -297,15 +315,20 @@ export class TaskService {
     };
   }
 
-  /** §5.3 step 13.8: the guard (if it names this task) goes, the lease goes, the task is interrupted. */
-  private schedulingFailed(run: LiveRun, guardSlot: number | null): void {
+  /**
+   * §5.3 step 13.8: the guard (if it names this task) goes, the lease goes, the task is interrupted
+   * (BRIDGE_STORAGE_ERROR when the guard could not be written for a full or failing disk).
+   */
+  private schedulingFailed(run: LiveRun, guardSlot: number | null, code: "BRIDGE_SCHEDULING_FAILED" | "BRIDGE_STORAGE_ERROR"): void {
     if (guardSlot !== null) removeGuard(this.lockDir, guardSlot, run.taskId);
     run.lease?.release();
     this.runs.delete(run.taskId);
-    this.store.transition(run.taskId, "interrupted", {
-      error: { code: "BRIDGE_SCHEDULING_FAILED", message: "the task could not be scheduled" },
-      events: [{ type: "task.interrupted", payload: { error_code: "BRIDGE_SCHEDULING_FAILED" } }],
-    });
+    this.unrecorded.attempt(run.taskId, () =>
+      this.store.transition(run.taskId, "interrupted", {
+        error: { code, message: "the task could not be scheduled" },
+        events: [{ type: "task.interrupted", payload: { error_code: code } }],
+      }),
+    );
   }
 
   /** §5.3 step 10, in order; returns the prior native session id (in memory only). */
@@ -327,13 +350,15 @@ export class TaskService {
    * anything else keeps it and fails closed.
    */
   private lazyReconcile(slot: number): void {
-    if (!reconcileSlotLazily(this.recoveryScope, slot)) {
+    const cleared = reconcileSlotLazily(this.recoveryScope, slot);
+    this.unrecorded.prune(this.store);
+    if (!cleared) {
       throw new ServerFsError("WORKDIR_RECOVERY_REQUIRED", "the workdir slot has an unresolved active-slot guard");
     }
   }
 
   private get recoveryScope(): RecoveryScope {
-    return { store: this.store, lockDir: this.lockDir, audit: this.deps.audit };
+    return { store: this.store, lockDir: this.lockDir, audit: this.deps.audit, unrecorded: (id) => this.unrecorded.has(id) };
   }
 
   // ----- periodic reconciliation and the operator override (§12.3, §12.5) -----
@@ -342,9 +367,11 @@ export class TaskService {
   providersGone(findings: SweepFinding[]): void {
     if (this.closing) return;
     for (const finding of findings) {
-      settleFinding({ ...this.recoveryScope, isLive: (id) => this.runs.has(id) }, finding);
+      // a store that still cannot take the write leaves the finding for the next pass
+      this.unrecorded.attempt(finding.taskId, () => settleFinding({ ...this.recoveryScope, isLive: (id) => this.runs.has(id) }, finding));
       this.waiters.notify(finding.taskId);
     }
+    this.unrecorded.prune(this.store);
   }
 
   recoveryList() {
@@ -383,16 +410,20 @@ export class TaskService {
           mark,
           roots: [ws.workdir.bridgePath, ws.realRoot],
         },
-        Comlink.proxy(this.hostFor(run)),
+        Comlink.proxy(this.hostFor(run, ws)),
       );
     } catch (e) {
-      this.deps.audit.warn("provider_run_failed", { task_id: run.taskId, error_type: e instanceof Error ? e.name : typeof e });
-      await this.settleFailure(run.taskId, "AGENT_PROVIDER_DISCONNECTED", "the provider worker was lost");
+      if (isStorageFault(e)) {
+        await this.settleFailure(run.taskId, "BRIDGE_STORAGE_ERROR", "the Bridge could not write the task's state");
+      } else {
+        this.deps.audit.warn("provider_run_failed", { task_id: run.taskId, error_type: e instanceof Error ? e.name : typeof e });
+        await this.settleFailure(run.taskId, "AGENT_PROVIDER_DISCONNECTED", "the provider worker was lost");
+      }
     }
     await this.finallyPath(run, report);
   }
 
-  private hostFor(run: LiveRun): ProviderHost {
+  private hostFor(run: LiveRun, ws: Workspace): ProviderHost {
     return {
       recorded: async (_taskId, facts) => {
         if (!run.lease) return;
@@ -410,13 +441,13 @@ export class TaskService {
         );
       },
       eventsCommitted: () => this.waiters.notify(run.taskId),
-      interact: (_taskId, kind, payload) => this.openInteraction(run, kind, payload),
+      interact: (_taskId, kind, payload) => this.openInteraction(run, kind, describeRequest(kind, payload, ws)),
       withdrawn: () => {
         const pending = run.interaction;
         if (!pending) return;
         run.interaction = null;
         this.expiries.cancel(pending.requestId);
-        this.store.staleRequest(run.taskId, pending.requestId, "withdrawn");
+        this.unrecorded.attempt(run.taskId, () => this.store.staleRequest(run.taskId, pending.requestId, "withdrawn"));
         this.waiters.notify(run.taskId);
       },
       outcome: (_taskId, outcome) => this.onOutcome(run.taskId, outcome),
@@ -428,7 +459,7 @@ export class TaskService {
     if (this.closing) return; // §14 step 2: whatever arrives during shutdown is discarded
     if (outcome.kind === "failed") return this.settleFailure(taskId, outcome.code, outcome.message);
     if (outcome.kind === "cancelled") {
-      this.store.transition(taskId, "cancelled", { events: [{ type: "task.cancelled", payload: {} }] });
+      this.unrecorded.attempt(taskId, () => this.store.transition(taskId, "cancelled", { events: [{ type: "task.cancelled", payload: {} }] }));
       this.waiters.notify(taskId);
       return;
     }
@@ -438,11 +469,13 @@ export class TaskService {
     if (cls.storage === "too_large") return this.settleFailure(taskId, "AGENT_RESULT_TOO_LARGE", "the final response is larger than 8 MiB");
     const completed = { type: "task.completed", payload: { result_storage: cls.storage, result_size_bytes: cls.size_bytes } };
     if (cls.storage === "inline") {
-      this.store.transition(taskId, "succeeded", {
-        from: ["running"],
-        set: { final_response: outcome.text, result_storage: "inline", result_size_bytes: cls.size_bytes, result_sha256: cls.sha256 },
-        events: [completed],
-      });
+      this.unrecorded.attempt(taskId, () =>
+        this.store.transition(taskId, "succeeded", {
+          from: ["running"],
+          set: { final_response: outcome.text, result_storage: "inline", result_size_bytes: cls.size_bytes, result_sha256: cls.sha256 },
+          events: [completed],
+        }),
+      );
     } else {
       const stateDir = this.deps.config.bridge.stateDir;
       try {
@@ -450,11 +483,13 @@ export class TaskService {
       } catch {
         return this.settleFailure(taskId, "AGENT_RESULT_STORAGE_ERROR", "the result could not be stored");
       }
-      const done = this.store.transition(taskId, "succeeded", {
-        from: ["running"],
-        set: { final_response: resultPreview(outcome.text), result_storage: "spool", result_size_bytes: cls.size_bytes, result_sha256: cls.sha256 },
-        events: [{ type: "task.result_spooled", payload: { size_bytes: cls.size_bytes, sha256: cls.sha256 } }, completed],
-      });
+      const done = this.unrecorded.attempt(taskId, () =>
+        this.store.transition(taskId, "succeeded", {
+          from: ["running"],
+          set: { final_response: resultPreview(outcome.text), result_storage: "spool", result_size_bytes: cls.size_bytes, result_sha256: cls.sha256 },
+          events: [{ type: "task.result_spooled", payload: { size_bytes: cls.size_bytes, sha256: cls.sha256 } }, completed],
+        }),
+      );
       if (!done) await this.deps.spool.removeSpool(stateDir, taskId).catch(() => false);
     }
     this.waiters.notify(taskId);
@@ -463,31 +498,34 @@ export class TaskService {
   /** A coded failure: `interrupted` while waiting for a human, else `failed` (§5.4 step 9). */
   private async settleFailure(taskId: string, code: ErrorCode, message: string): Promise<void> {
     if (this.closing) return; // the shutdown ends the task with BRIDGE_SHUTDOWN instead
+    // its end already failed to be written: the periodic sweep records it, not another wait on the store
+    if (this.unrecorded.has(taskId)) return;
     const task = this.store.getTask(taskId);
     if (!task || isTerminal(task.status)) return;
     const waiting = task.status === "waiting_for_approval" || task.status === "waiting_for_question";
     const to = waiting || task.status === "queued" ? "interrupted" : "failed";
     const event = to === "failed" ? "task.failed" : "task.interrupted";
-    this.store.transition(taskId, to, { error: { code, message }, events: [{ type: event, payload: { error_code: code } }] });
+    this.unrecorded.attempt(taskId, () => this.store.transition(taskId, to, { error: { code, message }, events: [{ type: event, payload: { error_code: code } }] }));
     this.waiters.notify(taskId);
   }
 
   /** §5.5: confirm the provider stopped, then guard, lease, GC, and no waiter left waiting. */
   private async finallyPath(run: LiveRun, report: RunReport): Promise<void> {
     await run.stopping;
-    const stopped = await this.confirmStopped(run.taskId, report);
+    const stopped = await this.confirmStopped(run, report);
     // A run that ended without a terminal state (the worker lost it, or the Bridge is stopping) must not stay active.
     if (this.closing) this.interruptForShutdown(run.taskId);
     else await this.settleFailure(run.taskId, "AGENT_PROVIDER_ERROR", "agent runtime failed");
     if (run.lease) {
-      if (stopped === "gone") removeGuard(this.lockDir, run.slot, run.taskId);
+      // a task whose end is not in the store keeps its guard (fail closed) until the sweep records it
+      if (stopped === "gone" && !this.unrecorded.has(run.taskId)) removeGuard(this.lockDir, run.slot, run.taskId);
       else {
         const correlationId = this.store.getTask(run.taskId)?.correlation_id ?? null;
         auditRecovery(
           this.deps.audit,
           "recovery.guard_kept",
           { slot: run.slot, taskId: run.taskId, correlationId },
-          { status: "UNKNOWN", providerActive: stopped === "alive" ? true : null },
+          { status: "UNKNOWN", providerActive: stopped === "gone" ? false : stopped === "alive" ? true : null },
         );
       }
     }
@@ -506,21 +544,25 @@ export class TaskService {
    * `started_at`, so the row — not the worker's report, lost with a dead worker — says whether one
    * may exist.
    */
-  private async confirmStopped(taskId: string, report: RunReport): Promise<GroupVerdict> {
-    const row = this.store.getTask(taskId);
+  private async confirmStopped(run: LiveRun, report: RunReport): Promise<GroupVerdict> {
+    const row = this.store.getTask(run.taskId);
     if (row && row.started_at === null && !report.started) return "gone";
     const pgid = row?.provider_pgid ?? report.pgid;
     const start = row?.provider_start_time ?? report.startTime;
     const mark = row?.provider_mark ?? null;
     const verdict = checkProcessGroup(pgid, start, mark);
     if (verdict !== "alive") return verdict;
-    if ((await terminateProcessGroup(pgid, start, mark)).proven) return "gone";
+    // a stopped run already had the interrupt and the worker's 10 s wait: SIGKILL now (§7.2 step 5)
+    if ((await terminateProcessGroup(pgid, start, mark, run.stopRequested ? KILL_BOUNDS : DEFAULT_TERMINATE_BOUNDS)).proven) return "gone";
     return checkProcessGroup(pgid, start, mark) === "cannot_check" ? "cannot_check" : "alive";
   }
 
   /** Ask the worker to stop the provider (interrupt, ≤ 10 s, then the finally path kills the group). */
   private stopProvider(taskId: string): void {
-    if (this.runs.has(taskId)) void this.deps.provider.cancel(taskId).catch(() => undefined);
+    const run = this.runs.get(taskId);
+    if (!run) return;
+    run.stopRequested = true;
+    void this.deps.provider.cancel(taskId).catch(() => undefined);
   }
 
   // ----- HITL (§6) -----
@@ -592,7 +634,8 @@ export class TaskService {
 
   /** §8.2: a request reached `expires_at` (timer, sweep or a late reply's check). */
   onExpiry(taskId: string, requestId: string): void {
-    const change = this.store.staleRequest(taskId, requestId, "expired");
+    // a store that cannot take it leaves the request pending: the maintenance sweep finds it again
+    const change = this.unrecorded.attempt(taskId, () => this.store.staleRequest(taskId, requestId, "expired"));
     if (!change) return;
     this.expiries.cancel(requestId);
     const run = this.runs.get(taskId);
@@ -604,10 +647,12 @@ export class TaskService {
     if (change.request.expires_at === task.deadline_at) {
       void this.onDeadline(taskId);
     } else {
-      this.store.transition(taskId, "interrupted", {
-        error: { code: "AGENT_INTERACTION_TIMED_OUT", message: "a human request expired before the task deadline" },
-        events: [{ type: "task.interrupted", payload: { error_code: "AGENT_INTERACTION_TIMED_OUT" } }],
-      });
+      this.unrecorded.attempt(taskId, () =>
+        this.store.transition(taskId, "interrupted", {
+          error: { code: "AGENT_INTERACTION_TIMED_OUT", message: "a human request expired before the task deadline" },
+          events: [{ type: "task.interrupted", payload: { error_code: "AGENT_INTERACTION_TIMED_OUT" } }],
+        }),
+      );
       this.stopProvider(taskId);
     }
     this.waiters.notify(taskId);
@@ -619,15 +664,17 @@ export class TaskService {
     if (!task || isTerminal(task.status)) return;
     this.stopProvider(taskId);
     if (task.pending_request_id) this.onExpiryForDeadline(taskId, task.pending_request_id);
-    this.store.transition(taskId, "interrupted", {
-      error: { code: "AGENT_TASK_TIMED_OUT", message: "the task deadline passed" },
-      events: [{ type: "task.interrupted", payload: { error_code: "AGENT_TASK_TIMED_OUT" } }],
-    });
+    this.unrecorded.attempt(taskId, () =>
+      this.store.transition(taskId, "interrupted", {
+        error: { code: "AGENT_TASK_TIMED_OUT", message: "the task deadline passed" },
+        events: [{ type: "task.interrupted", payload: { error_code: "AGENT_TASK_TIMED_OUT" } }],
+      }),
+    );
     this.waiters.notify(taskId);
   }
 
   private onExpiryForDeadline(taskId: string, requestId: string): void {
-    if (!this.store.staleRequest(taskId, requestId, "expired")) return;
+    if (!this.unrecorded.attempt(taskId, () => this.store.staleRequest(taskId, requestId, "expired"))) return;
     this.expiries.cancel(requestId);
     const run = this.runs.get(taskId);
     if (run?.interaction?.requestId === requestId) {
@@ -761,11 +808,14 @@ export class TaskService {
   }
 
   private interruptForShutdown(taskId: string, from?: readonly TaskStatus[]): void {
-    const moved = this.store.transition(taskId, "interrupted", {
-      ...(from ? { from } : {}),
-      error: { code: "BRIDGE_SHUTDOWN", message: "the Bridge stopped" },
-      events: [{ type: "task.interrupted", payload: { error_code: "BRIDGE_SHUTDOWN" } }],
-    });
+    // a store that cannot take it leaves the task active for the next start to reconcile
+    const moved = this.unrecorded.attempt(taskId, () =>
+      this.store.transition(taskId, "interrupted", {
+        ...(from ? { from } : {}),
+        error: { code: "BRIDGE_SHUTDOWN", message: "the Bridge stopped" },
+        events: [{ type: "task.interrupted", payload: { error_code: "BRIDGE_SHUTDOWN" } }],
+      }),
+    );
     if (moved) this.waiters.notify(taskId);
   }
 }
