@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { holdFlock, releaseAllFlocks } from "../helpers/flock-holder.ts";
 import { CODE_PATTERN, type McpSession, startStdio } from "../helpers/mcp-client.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 import { type Snapshot, snapshotTree, WatchedTree } from "./tree-snapshot.ts";
@@ -831,11 +832,14 @@ beforeAll(async () => {
       { slot: 3, alias: "ro", path: RO },
     ],
   });
+  // The reserved temp names belong to a live writer: a create in their directory must leave them.
+  await Promise.all([holdFlock(join(WS, ".serverfs-tmp-0123456789abcdef")), holdFlock(join(OPEN, ".serverfs-tmp-aaaaaaaaaaaaaaaa"))]);
   mcp = await startStdio(config);
   outside = new WatchedTree(OUTSIDE);
 });
 
 afterAll(async () => {
+  releaseAllFlocks();
   await mcp?.close();
   socketListener?.stop(true);
   dir.remove();

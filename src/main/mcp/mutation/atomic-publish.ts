@@ -47,15 +47,22 @@ function writeAll(fd: number, bytes: Uint8Array): void {
   while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
 }
 
-const exists = (dirFd: number, name: string): boolean => {
+const alreadyExists = (where: string) => new ServerFsError("PATH_ALREADY_EXISTS", `${where} already exists`);
+
+/**
+ * A create's cheap early answer: anything at `name` (a symlink or FIFO too) is PATH_ALREADY_EXISTS
+ * before any work or cleanup, so a refused create leaves the directory as it was. The link or
+ * mkdir of the commit is what decides.
+ */
+export function requireAbsent(dirFd: number, name: string, where: string): void {
   try {
     lstatAt(dirFd, name);
-    return true;
   } catch (e) {
-    if (osCode(e) === "ENOENT") return false;
-    throw e;
+    if (osCode(e) === "ENOENT") return;
+    throw osError(e, "mutation", where);
   }
-};
+  throw alreadyExists(where);
+}
 
 /**
  * Writes `bytes` to a fresh locked temp file in `dirFd`, fsyncs it, then takes the workdir lock for
@@ -88,15 +95,7 @@ async function throughTemp<T>(dirFd: number, bytes: Uint8Array, scope: PublishSc
 
 /** Create-only publish: anything already at `name` (a symlink or FIFO too) → PATH_ALREADY_EXISTS. */
 export async function publishNew(dirFd: number, name: string, bytes: Uint8Array, scope: PublishScope): Promise<BigIntStats> {
-  const taken = () => new ServerFsError("PATH_ALREADY_EXISTS", `${scope.where} already exists`);
-  let present: boolean;
-  try {
-    present = exists(dirFd, name);
-  } catch (e) {
-    throw osError(e, "mutation", scope.where);
-  }
-  // A cheap early answer that spares writing the temp file; the link below is what decides.
-  if (present) throw taken();
+  requireAbsent(dirFd, name, scope.where);
   await removeStaleTemps(dirFd);
   const mode = NEW_FILE_MODE & ~process.umask();
   return throughTemp(dirFd, bytes, scope, {
@@ -107,7 +106,7 @@ export async function publishNew(dirFd: number, name: string, bytes: Uint8Array,
       try {
         linkSync(at(dirFd, tmp), at(dirFd, name));
       } catch (e) {
-        throw osCode(e) === "EEXIST" ? taken() : osError(e, "mutation", scope.where);
+        throw osCode(e) === "EEXIST" ? alreadyExists(scope.where) : osError(e, "mutation", scope.where);
       }
       // The temp name goes before the final stat: the revision counts links.
       unlinkTempName(dirFd, tmp);

@@ -5,7 +5,7 @@ import { at } from "../../../shared/fs/dir-handle.ts";
 import { osError } from "../../../shared/fs/os-errors.ts";
 import { revisionOf } from "../../../shared/fs/stat.ts";
 import type { McpDeps } from "../deps.ts";
-import { finalStat } from "../mutation/atomic-publish.ts";
+import { finalStat, requireAbsent } from "../mutation/atomic-publish.ts";
 import { runMutation } from "../mutation/pipeline.ts";
 import { removeStaleTemps } from "../mutation/temp-files.ts";
 import { defineTool } from "../tool.ts";
@@ -33,6 +33,7 @@ export const createDirectory = (deps: McpDeps) =>
         commit(scope) {
           const { where } = scope;
           return scope.inParent("PARENT_NOT_FOUND", async (dirFd, name) => {
+            requireAbsent(dirFd, name, where);
             await removeStaleTemps(dirFd);
             return scope.exclusive(() => {
               try {
