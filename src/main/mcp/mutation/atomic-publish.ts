@@ -47,22 +47,15 @@ function writeAll(fd: number, bytes: Uint8Array): void {
   while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
 }
 
-const alreadyExists = (where: string) => new ServerFsError("PATH_ALREADY_EXISTS", `${where} already exists`);
-
-/**
- * A create's cheap early answer: anything at `name` (a symlink or FIFO too) is PATH_ALREADY_EXISTS
- * before any work or cleanup, so a refused create leaves the directory as it was. The link or
- * mkdir of the commit is what decides.
- */
-export function requireAbsent(dirFd: number, name: string, where: string): void {
+const exists = (dirFd: number, name: string): boolean => {
   try {
     lstatAt(dirFd, name);
+    return true;
   } catch (e) {
-    if (osCode(e) === "ENOENT") return;
-    throw osError(e, "mutation", where);
+    if (osCode(e) === "ENOENT") return false;
+    throw e;
   }
-  throw alreadyExists(where);
-}
+};
 
 /**
  * Writes `bytes` to a fresh locked temp file in `dirFd`, fsyncs it, then takes the workdir lock for
@@ -93,10 +86,26 @@ async function throughTemp<T>(dirFd: number, bytes: Uint8Array, scope: PublishSc
   }
 }
 
+/**
+ * Before a create in the directory held by `dirFd`: anything already at `name` is PATH_ALREADY_EXISTS
+ * at once — a cheap early answer, and a refused call changes nothing, not even stale temp files — and
+ * only then are the stale temp files of killed writers removed. The create itself still decides.
+ */
+export async function clearForCreate(dirFd: number, name: string, where: string): Promise<void> {
+  let present: boolean;
+  try {
+    present = exists(dirFd, name);
+  } catch (e) {
+    throw osError(e, "mutation", where);
+  }
+  if (present) throw new ServerFsError("PATH_ALREADY_EXISTS", `${where} already exists`);
+  await removeStaleTemps(dirFd);
+}
+
 /** Create-only publish: anything already at `name` (a symlink or FIFO too) → PATH_ALREADY_EXISTS. */
 export async function publishNew(dirFd: number, name: string, bytes: Uint8Array, scope: PublishScope): Promise<BigIntStats> {
-  requireAbsent(dirFd, name, scope.where);
-  await removeStaleTemps(dirFd);
+  const taken = () => new ServerFsError("PATH_ALREADY_EXISTS", `${scope.where} already exists`);
+  await clearForCreate(dirFd, name, scope.where);
   const mode = NEW_FILE_MODE & ~process.umask();
   return throughTemp(dirFd, bytes, scope, {
     beforeContent: () => {},
@@ -106,7 +115,7 @@ export async function publishNew(dirFd: number, name: string, bytes: Uint8Array,
       try {
         linkSync(at(dirFd, tmp), at(dirFd, name));
       } catch (e) {
-        throw osCode(e) === "EEXIST" ? alreadyExists(scope.where) : osError(e, "mutation", scope.where);
+        throw osCode(e) === "EEXIST" ? taken() : osError(e, "mutation", scope.where);
       }
       // The temp name goes before the final stat: the revision counts links.
       unlinkTempName(dirFd, tmp);
