@@ -85,8 +85,8 @@ async function main(argv: string[]): Promise<number> {
   switch (name) {
     case "mcp": {
       const { prepareMcp } = await import("./mcp/startup.ts");
-      const rt = prepareMcp(configPath);
       const http = stringFlag(args, "--http");
+      const rt = prepareMcp(configPath, http === undefined ? "stdio" : "http");
       if (http !== undefined) {
         const { serveHttp } = await import("./mcp/http.ts");
         await serveHttp(rt, http);

@@ -31,7 +31,7 @@ interface HttpServer {
 
 const running = new Set<ReturnType<typeof spawnCli>>();
 
-async function startHttp(configPath: string, listen = "127.0.0.1:0"): Promise<HttpServer> {
+async function spawnHttpServer(configPath: string, listen = "127.0.0.1:0"): Promise<HttpServer> {
   const proc = spawnCli(["mcp", "--config", configPath, "--http", listen]);
   running.add(proc);
   let err = "";
@@ -139,7 +139,7 @@ describe("HTTP off loopback is never open by accident", () => {
   test("with a bearer token a non-loopback bind starts and warns on stderr; a loopback bind does not warn", async () => {
     dir.file("token", "tok-123\n");
     const config = writeConfig(dir.path, { server: { http: { bearer_token_file: `${dir.path}/token` } }, workdirs }, "token.toml");
-    const open = await startHttp(config, "0.0.0.0:0");
+    const open = await spawnHttpServer(config, "0.0.0.0:0");
     try {
       const [warning] = await open.waitFor("http_not_loopback");
       expect(warning!["level"]).toBe("WARN");
@@ -150,7 +150,7 @@ describe("HTTP off loopback is never open by accident", () => {
     } finally {
       await open.stop();
     }
-    const local = await startHttp(writeConfig(dir.path, { workdirs }, "local.toml"));
+    const local = await spawnHttpServer(writeConfig(dir.path, { workdirs }, "local.toml"));
     try {
       expect(parseAudit(local.stderr()).some((e) => e["event"] === "http_not_loopback")).toBe(false);
     } finally {
@@ -159,7 +159,7 @@ describe("HTTP off loopback is never open by accident", () => {
   });
 
   test("a request without a Host header gets the contract's 421, like any Host outside the allowlist", async () => {
-    const server = await startHttp(writeConfig(dir.path, { workdirs }, "host.toml"));
+    const server = await spawnHttpServer(writeConfig(dir.path, { workdirs }, "host.toml"));
     try {
       const body = JSON.stringify(INIT);
       const answer = await rawRequest(server.port, `POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
@@ -176,7 +176,7 @@ describe("HTTP off loopback is never open by accident", () => {
 
 describe("HTTP sessions are bounded", () => {
   test("a session idle for http_session_idle_seconds is closed; its id is then unknown (404)", async () => {
-    const server = await startHttp(writeConfig(dir.path, { server: { http_session_idle_seconds: 1 }, workdirs }, "idle.toml"));
+    const server = await spawnHttpServer(writeConfig(dir.path, { server: { http_session_idle_seconds: 1 }, workdirs }, "idle.toml"));
     try {
       const id = await openSession(server.port);
       expect(await statusOf(server.port, id)).toBe(200);
@@ -191,7 +191,7 @@ describe("HTTP sessions are bounded", () => {
   });
 
   test("past http_max_sessions the oldest idle session is closed; a busy one never is, and with all busy a new one is refused", async () => {
-    const server = await startHttp(writeConfig(dir.path, { server: { http_max_sessions: 3 }, workdirs }, "cap.toml"));
+    const server = await spawnHttpServer(writeConfig(dir.path, { server: { http_max_sessions: 3 }, workdirs }, "cap.toml"));
     const hanging: Socket[] = [];
     try {
       const [a, b, c] = [await openSession(server.port), await openSession(server.port), await openSession(server.port)];

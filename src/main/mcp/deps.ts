@@ -1,6 +1,6 @@
 /**
- * What every MCP tool factory receives: the frozen config, the workdirs, the audit log and the
- * bound on heavy calls (with the walk pool behind it).
+ * What every MCP tool factory receives: the frozen config, the workdirs, the audit log, the
+ * bound on heavy calls (with the walk pool behind it) and the transport.
  */
 import type { AuditLog } from "../../shared/audit.ts";
 import type { Config } from "../../shared/config/load.ts";
@@ -8,12 +8,15 @@ import { ServerFsError } from "../../shared/errors.ts";
 import type { AuditFields } from "../../shared/audit.ts";
 import type { Workspace, Workspaces } from "../../shared/workspace.ts";
 import type { HeavyCalls } from "./heavy-calls.ts";
+import type { Transport } from "./transfer-limit.ts";
 
 export interface McpDeps {
   config: Config;
   workspaces: Workspaces;
   audit: AuditLog;
   heavy: HeavyCalls;
+  /** What carries the calls: it bounds binary transfers (transfer-limit.ts). */
+  transport: Transport;
 }
 
 export function requireWorkspace(deps: McpDeps, alias: string): Workspace {

@@ -14,6 +14,7 @@ import { UsageError } from "../args.ts";
 import { type HttpSession, HttpSessions } from "./http-sessions.ts";
 import { createMcpServer } from "./server.ts";
 import { auditStartup, type McpRuntime } from "./startup.ts";
+import { incomingMessageLimit } from "./transfer-limit.ts";
 
 export interface ListenAddress {
   host: string;
@@ -107,6 +108,7 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
     throw e;
   }
   const origins = new Set(httpConfig.allowed_origins);
+  const bodyLimit = incomingMessageLimit(rt.deps.config);
   const ending = new AbortController();
   const sessions = new HttpSessions<StreamableHTTPServerTransport>(http_max_sessions, http_session_idle_seconds * 1000, (reason) =>
     rt.deps.audit.info("http_session_closed", { reason, sessions: sessions.size }),
@@ -138,6 +140,7 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
     const server = createMcpServer({ ...rt, signal: ending.signal });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => crypto.randomUUID(),
+      maxRequestBodySize: bodyLimit,
       onsessioninitialized: (id) => {
         session = sessions.add(id, transport, () => server.close());
       },

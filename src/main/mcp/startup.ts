@@ -11,6 +11,7 @@ import type { McpDeps } from "./deps.ts";
 import { HeavyCalls } from "./heavy-calls.ts";
 import { agentToolsEnabled, buildTools } from "./tools/index.ts";
 import type { ToolDef } from "./tool.ts";
+import type { Transport } from "./transfer-limit.ts";
 
 export interface McpRuntime {
   deps: McpDeps;
@@ -18,7 +19,7 @@ export interface McpRuntime {
   agentTools: boolean;
 }
 
-export function prepareMcp(configPath: string | undefined): McpRuntime {
+export function prepareMcp(configPath: string | undefined, transport: Transport): McpRuntime {
   let config: Config;
   let workspaces: Workspaces;
   try {
@@ -30,7 +31,7 @@ export function prepareMcp(configPath: string | undefined): McpRuntime {
     throw e instanceof ConfigError ? e : new ConfigError(reason);
   }
   const audit = new AuditLog(config.server.log_level);
-  const deps: McpDeps = { config, workspaces, audit, heavy: new HeavyCalls(config.limits) };
+  const deps: McpDeps = { config, workspaces, audit, heavy: new HeavyCalls(config.limits), transport };
   return { deps, tools: buildTools(deps), agentTools: agentToolsEnabled(deps) };
 }
 

@@ -7,6 +7,7 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { createMcpServer } from "./server.ts";
 import { auditStartup, type McpRuntime } from "./startup.ts";
 import { StdioFlow } from "./stdio-flow.ts";
+import { incomingMessageLimit } from "./transfer-limit.ts";
 
 export async function serveStdio(rt: McpRuntime): Promise<void> {
   const ending = new AbortController();
@@ -22,7 +23,13 @@ export async function serveStdio(rt: McpRuntime): Promise<void> {
 
   const server = createMcpServer({ ...rt, signal: ending.signal });
   auditStartup(rt, "stdio");
-  // Backpressure: requests wait while the client does not read our answers (stdio-flow.ts).
+  // Backpressure: requests wait while the client does not read our answers (stdio-flow.ts). Our
+  // reader takes in any upload up to the configured limit, so one over the stdio limit is answered
+  // BINARY_PAYLOAD_TOO_LARGE rather than ending the session.
   const flow = new StdioFlow(process.stdin, process.stdout, () => end(0));
-  await server.connect(new StdioServerTransport(flow.input as unknown as NodeJS.ReadStream, flow.output as unknown as NodeJS.WriteStream));
+  await server.connect(
+    new StdioServerTransport(flow.input as unknown as NodeJS.ReadStream, flow.output as unknown as NodeJS.WriteStream, {
+      maxBufferSize: incomingMessageLimit(rt.deps.config),
+    }),
+  );
 }

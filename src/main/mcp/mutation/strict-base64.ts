@@ -9,15 +9,13 @@ import { ServerFsError } from "../../../shared/errors.ts";
 /** The alphabet with padding only at the end; the multiple-of-4 rule is checked separately. */
 const STRICT_BASE64 = /^[A-Za-z0-9+/]*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
-const tooLarge = (where: string) =>
-  new ServerFsError("BINARY_PAYLOAD_TOO_LARGE", `${where} the payload exceeds the workdir's binary transfer limit`);
-
-export function decodeStrictBase64(data: string, maxBytes: number, where: string): Buffer {
-  if (data.length > 4 * Math.ceil(maxBytes / 3)) throw tooLarge(where);
+/** `tooLarge` is the call's BINARY_PAYLOAD_TOO_LARGE (its message depends on what set `maxBytes`). */
+export function decodeStrictBase64(data: string, maxBytes: number, where: string, tooLarge: () => ServerFsError): Buffer {
+  if (data.length > 4 * Math.ceil(maxBytes / 3)) throw tooLarge();
   if (data.length % 4 !== 0 || !STRICT_BASE64.test(data)) {
     throw new ServerFsError("INVALID_BASE64", `${where} data_base64 is not strict RFC 4648 base64`);
   }
   const padding = data.endsWith("==") ? 2 : data.endsWith("=") ? 1 : 0;
-  if ((data.length / 4) * 3 - padding > maxBytes) throw tooLarge(where);
+  if ((data.length / 4) * 3 - padding > maxBytes) throw tooLarge();
   return Buffer.from(data, "base64");
 }

@@ -13,6 +13,7 @@ import { revisionOf } from "../../../shared/fs/stat.ts";
 import { type McpDeps, requireWorkspace } from "../deps.ts";
 import { openExistingFile } from "../mutation/existing-file.ts";
 import { defineTool, READ_ONLY, WithContent } from "../tool.ts";
+import { binaryTransferLimit, jsonBytes, transferTooLarge } from "../transfer-limit.ts";
 
 const Output = v.strictObject({
   workdir: v.string(),
@@ -38,6 +39,13 @@ function readAtMost(fd: number, size: number): Buffer {
 const resourceUri = (alias: string, path: string): string =>
   `serverfs://${alias}/${path.split("/").map(encodeURIComponent).join("/")}`;
 
+const resourceBlock = (uri: string, mimeType: string, blob: string) => ({ type: "resource", resource: { uri, mimeType, blob } });
+
+/** The tool result as the server sends it (the JSON text block, the resource, structuredContent). */
+const resultMessage = (structured: Record<string, unknown>, uri: string, mimeType: string, blob: string) => ({
+  result: { content: [{ type: "text", text: JSON.stringify(structured) }, resourceBlock(uri, mimeType, blob)], structuredContent: structured },
+});
+
 export const downloadBinaryFile = (deps: McpDeps) =>
   defineTool({
     name: "download_binary_file",
@@ -55,13 +63,17 @@ export const downloadBinaryFile = (deps: McpDeps) =>
       call.audit["path"] = path;
       const where = ws.where(path);
       if (segments.length === 0) throw new ServerFsError("NOT_A_FILE", `${where} is a directory, not a file`);
-      const max = ws.policy.max_binary_transfer_bytes;
+      const mime = mimeTypeFor(segments[segments.length - 1] ?? "");
+      const uri = resourceUri(ws.alias, path);
       const { bytes, revision } = withParent(ws.realRoot, segments, { where, side: "read" }, (dirFd, name) => {
         const file = openExistingFile(dirFd, name, where, "read");
         try {
-          if (file.st.size > BigInt(max)) throw new ServerFsError("BINARY_FILE_TOO_LARGE", `${where} exceeds max_binary_transfer_bytes`);
-          const data = readAtMost(file.fd, Number(file.st.size));
           const before = revisionOf(file.st);
+          // Everything of the answer but the payload, measured as it will be sent (SHA-256 aside, fixed-size).
+          const shell = { workdir: ws.alias, path, size: Number(file.st.size), mime_type: mime, sha256: "0".repeat(64), revision: before };
+          const limit = binaryTransferLimit(ws, deps.transport, jsonBytes(resultMessage(shell, uri, mime, "")));
+          if (file.st.size > BigInt(limit)) throw transferTooLarge("BINARY_FILE_TOO_LARGE", ws, limit, where);
+          const data = readAtMost(file.fd, Number(file.st.size));
           if (BigInt(data.length) !== file.st.size || revisionOf(fstatSync(file.fd, { bigint: true })) !== before) {
             throw new ServerFsError("FILE_CHANGED_DURING_READ", `${where} changed while it was being read`);
           }
@@ -70,12 +82,9 @@ export const downloadBinaryFile = (deps: McpDeps) =>
           closeQuietly(file.fd);
         }
       });
-      const mime = mimeTypeFor(segments[segments.length - 1] ?? "");
       const sha256 = createHash("sha256").update(bytes).digest("hex");
       Object.assign(call.audit, { bytes_returned: bytes.length, mime_type: mime, revision });
       const structured = { workdir: ws.alias, path, size: bytes.length, mime_type: mime, sha256, revision };
-      return new WithContent(structured, [
-        { type: "resource", resource: { uri: resourceUri(ws.alias, path), mimeType: mime, blob: bytes.toString("base64") } },
-      ]);
+      return new WithContent(structured, [resourceBlock(uri, mime, bytes.toString("base64"))]);
     },
   });

@@ -14,6 +14,7 @@ import { type MutationScope, runMutation } from "../mutation/pipeline.ts";
 import { openReplaceTarget } from "../mutation/replace-target.ts";
 import { decodeStrictBase64 } from "../mutation/strict-base64.ts";
 import { defineTool } from "../tool.ts";
+import { binaryTransferLimit, jsonBytes, transferTooLarge } from "../transfer-limit.ts";
 
 const Output = v.strictObject({
   workdir: v.string(),
@@ -69,7 +70,9 @@ export const uploadBinaryFile = (deps: McpDeps) =>
           if (!overwrite && expected !== null) {
             throw new ServerFsError("EXPECTED_REVISION_NOT_ALLOWED", `${where} expected_revision is only allowed with overwrite = true`);
           }
-          bytes = decodeStrictBase64(args.data_base64, ws.policy.max_binary_transfer_bytes, where);
+          const envelope = jsonBytes({ method: "tools/call", params: { name: "upload_binary_file", arguments: { ...args, data_base64: "" } } });
+          const limit = binaryTransferLimit(ws, deps.transport, envelope);
+          bytes = decodeStrictBase64(args.data_base64, limit, where, () => transferTooLarge("BINARY_PAYLOAD_TOO_LARGE", ws, limit, where));
         },
         async commit(scope) {
           // After step 7, expected_revision is given exactly when overwrite is true.
