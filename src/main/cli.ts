@@ -6,60 +6,87 @@
  */
 import { ConfigError } from "../shared/config/load.ts";
 import { isServerFsError } from "../shared/errors.ts";
+import { PROTOCOL_VERSION, VERSION } from "../shared/version.ts";
+import { booleanFlag, type ParsedArgs, parseArgs, stringFlag, UsageError } from "./args.ts";
+import { suggestion } from "../shared/did-you-mean.ts";
+import { COMMANDS, type CommandSpec, commandNames, commandUsage, HELP_FLAGS, programUsage } from "./commands.ts";
+import { isCompiled } from "./self-command.ts";
 
-export class UsageError extends Error {}
+/** Flags that take a value, in any command: their values are not the command word. */
+const VALUE_FLAGS = new Set(Object.values(COMMANDS).flatMap((c) => Object.keys(c.flags).filter((f) => c.flags[f]!.value)));
+const PROGRAM_FLAGS = { ...HELP_FLAGS, "--version": { help: "" }, "-V": { help: "" }, "--json": { help: "" } };
 
-export interface ParsedArgs {
-  command: string[];
-  flags: Map<string, string | true>;
+const print = (text: string) => process.stdout.write(`${text}\n`);
+
+function printVersion(json: boolean): number {
+  if (!json) print(`serverfs ${VERSION}`);
+  else {
+    const details = { name: "serverfs", version: VERSION, protocol_version: PROTOCOL_VERSION, bun: Bun.version, compiled: isCompiled(), platform: process.platform, arch: process.arch };
+    print(JSON.stringify(details));
+  }
+  return 0;
 }
 
-const VALUE_FLAGS = new Set(["--config", "--http", "--slot", "--status", "--limit", "--after"]);
-
-export function parseArgs(argv: string[]): ParsedArgs {
-  const command: string[] = [];
-  const flags = new Map<string, string | true>();
+/** The first word that is neither a flag nor a flag's value. */
+function commandWord(argv: readonly string[]): string | undefined {
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
-    if (a.startsWith("--")) {
-      const eq = a.indexOf("=");
-      if (eq > 0) flags.set(a.slice(0, eq), a.slice(eq + 1));
-      else if (VALUE_FLAGS.has(a)) {
-        const value = argv[++i];
-        if (value === undefined) throw new UsageError(`${a} needs a value`);
-        flags.set(a, value);
-      } else flags.set(a, true);
-    } else command.push(a);
+    if (!a.startsWith("-")) return a;
+    if (VALUE_FLAGS.has(a)) i++;
   }
-  return { command, flags };
+  return undefined;
 }
 
-const USAGE = `usage: serverfs <command> [options]
-  mcp [--config F] [--http HOST:PORT]   the MCP server (stdio by default)
-  bridge [--config F]                   the Agent Bridge daemon
-  demo                                  a scripted, self-contained tour
-  doctor [--config F]                   check the installation
-  tasks list [--status S] [--limit N]   the Bridge's tasks, newest first (tasks: --json, --config F)
-  tasks show ID | events ID [--after N] one task / its events
-  tasks tail ID                         follow a task's events live until it ends
-  recovery list                         the active-slot guards and their verdicts (--json)
-  recovery clear --slot N --confirm     the operator override for one guard`;
-
-function flagString(args: ParsedArgs, name: string): string | undefined {
-  const v = args.flags.get(name);
-  if (v === true) throw new UsageError(`${name} needs a value`);
-  return v;
+/** Parses `argv` for the command it names: its flags only, at most its number of words. */
+function commandArgs(argv: string[]): { name: string; spec: CommandSpec; args: ParsedArgs } | { program: ParsedArgs } {
+  const name = commandWord(argv);
+  if (name === undefined) {
+    const asked = argv.some((a) => a in PROGRAM_FLAGS && a !== "--json");
+    const first = argv[0];
+    if (first !== undefined && !asked) {
+      const known = Object.values(COMMANDS).some((c) => first.split("=")[0]! in c.flags);
+      throw new UsageError(known ? `${first} needs a command before it` : `unknown option ${first}`);
+    }
+    return { program: parseArgs(argv, PROGRAM_FLAGS) };
+  }
+  const spec = COMMANDS[name];
+  if (spec === undefined) throw new UsageError(`unknown command ${name}${suggestion(name, commandNames())}`);
+  const args = parseArgs(argv, { ...spec.flags, ...HELP_FLAGS }, name);
+  if (args.command.length - 1 > spec.maxWords && !args.flags.has("--help") && !args.flags.has("-h")) {
+    throw new UsageError(`unexpected argument ${args.command[spec.maxWords + 1]}`, name);
+  }
+  return { name, spec, args };
 }
 
 async function main(argv: string[]): Promise<number> {
-  const args = parseArgs(argv);
-  const [cmd] = args.command;
-  const configPath = flagString(args, "--config");
-  switch (cmd) {
+  // the fake provider is started by the Bridge, never by a person: its arguments are its own
+  if (argv[0] === "__fake-provider") {
+    const { runFakeProvider } = await import("../workers/fake-provider.ts");
+    await runFakeProvider();
+    return 0;
+  }
+  const parsed = commandArgs(argv);
+  if ("program" in parsed) {
+    const { flags } = parsed.program;
+    if (flags.has("--version") || flags.has("-V")) return printVersion(flags.has("--json"));
+    if (flags.has("--help") || flags.has("-h")) {
+      print(programUsage());
+      return 0;
+    }
+    process.stderr.write(`${programUsage()}\n`);
+    return 2;
+  }
+  const { name, args } = parsed;
+  if (args.flags.has("--help") || args.flags.has("-h")) {
+    print(commandUsage(name));
+    return 0;
+  }
+  const configPath = stringFlag(args, "--config");
+  switch (name) {
     case "mcp": {
       const { prepareMcp } = await import("./mcp/startup.ts");
       const rt = prepareMcp(configPath);
-      const http = flagString(args, "--http");
+      const http = stringFlag(args, "--http");
       if (http !== undefined) {
         const { serveHttp } = await import("./mcp/http.ts");
         await serveHttp(rt, http);
@@ -72,11 +99,6 @@ async function main(argv: string[]): Promise<number> {
     case "bridge": {
       const { runBridge } = await import("./bridge/startup.ts");
       return runBridge(configPath);
-    }
-    case "__fake-provider": {
-      const { runFakeProvider } = await import("../workers/fake-provider.ts");
-      await runFakeProvider();
-      return 0;
     }
     case "tasks": {
       const { runTasks } = await import("./operator/tasks.ts");
@@ -94,14 +116,36 @@ async function main(argv: string[]): Promise<number> {
       const { runDemo } = await import("./demo/run.ts");
       return runDemo();
     }
-    case undefined:
-    case "help":
-    case "--help":
-      process.stdout.write(`${USAGE}\n`);
-      return cmd === undefined ? 2 : 0;
-    default:
-      throw new UsageError(`unknown command ${cmd}`);
+    case "init": {
+      const { runInit } = await import("./operator/init.ts");
+      return runInit(args, configPath);
+    }
+    case "connect": {
+      const { runConnect } = await import("./operator/init.ts");
+      return runConnect(args, configPath);
+    }
+    case "backup": {
+      const { runBackup } = await import("./operator/backup.ts");
+      return runBackup(args, configPath);
+    }
+    case "version":
+      return printVersion(booleanFlag(args, "--json"));
+    default: {
+      // help [COMMAND]
+      const topic = args.command[1];
+      if (topic === undefined) print(programUsage());
+      else if (COMMANDS[topic] === undefined) throw new UsageError(`unknown command ${topic}${suggestion(topic, commandNames())}`, "help");
+      else print(commandUsage(topic));
+      return 0;
+    }
   }
+}
+
+/** What follows a usage error: the command's synopsis (or the program's), and where the rest is. */
+function usageHint(command: string | undefined): string {
+  if (command === undefined) return "run `serverfs --help` for the commands";
+  const lines = COMMANDS[command]!.usage.map((u) => `  serverfs ${u}`);
+  return [`usage:`, ...lines, `run \`serverfs help ${command}\` for every option`].join("\n");
 }
 
 if (import.meta.main) {
@@ -115,7 +159,7 @@ if (import.meta.main) {
         process.exit(2);
       }
       if (e instanceof UsageError) {
-        process.stderr.write(`serverfs: usage error: ${e.message}\n${USAGE}\n`);
+        process.stderr.write(`serverfs: usage error: ${e.message}\n${usageHint(e.command)}\n`);
         process.exit(2);
       }
       // a coded failure (e.g. BRIDGE_ALREADY_RUNNING at Bridge startup) keeps its code

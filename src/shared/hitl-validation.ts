@@ -40,7 +40,9 @@ interface QuestionPayload {
 export function checkApproval(payload: ApprovalPayload, decision: string, granted: string[] | undefined): ApprovalResolution {
   const offered = payload.available_decisions ?? [];
   if (!(DECISIONS as readonly string[]).includes(decision) || (offered.length > 0 && !offered.includes(decision))) {
-    throw new ServerFsError("INVALID_APPROVAL_DECISION", "this decision is not offered for the request");
+    // the human learns what they may answer instead (empty means all four)
+    const choices = offered.length > 0 ? offered : DECISIONS;
+    throw new ServerFsError("INVALID_APPROVAL_DECISION", `this decision is not offered for the request; offered: ${choices.join(", ")}`);
   }
   const requested = new Set((payload.requested_permissions ?? []).map((p) => p.permission_id));
   const ids = [...new Set(granted ?? [])];

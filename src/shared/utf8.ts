@@ -36,3 +36,13 @@ export function cutUtf8(text: string, max: number): { text: string; truncated: b
   if (bytes.length <= max) return { text, truncated: false };
   return { text: bytes.subarray(0, safePrefixLength(bytes, max)).toString("utf8"), truncated: true };
 }
+
+/** The longest UTF-8-safe suffix of `text` of at most `max` bytes (the end of an output is what tells). */
+export function tailUtf8(text: string, max: number): { text: string; truncated: boolean } {
+  const bytes = Buffer.from(text, "utf8");
+  if (bytes.length <= max) return { text, truncated: false };
+  let start = bytes.length - max;
+  // skip continuation bytes of the character cut at the front
+  while (start < bytes.length && (bytes[start]! & 0xc0) === 0x80) start++;
+  return { text: bytes.subarray(start).toString("utf8"), truncated: true };
+}

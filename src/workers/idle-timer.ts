@@ -1,7 +1,7 @@
 /**
  * The provider idle timeout (`event_idle_timeout_seconds`, bridge.md §5.4 step 9): fires when the
- * provider has written nothing for the whole interval, never while a human request is open. A zero
- * interval disables it.
+ * provider has written nothing for the whole interval, never while a human request is open or the
+ * provider reports a command in progress. A zero interval disables it.
  */
 export class IdleTimer {
   private timer: ReturnType<typeof setTimeout> | null = null;
@@ -23,7 +23,7 @@ export class IdleTimer {
     }, this.ms);
   }
 
-  /** A human request opened: the provider is allowed to be silent until it is answered. */
+  /** A human request opened, or a command started: the provider may be silent until it is done. */
   pause(): void {
     this.paused++;
     if (this.timer) clearTimeout(this.timer);

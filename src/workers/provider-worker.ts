@@ -13,6 +13,7 @@ import { isStorageFault } from "../shared/storage-fault.ts";
 import { appendEvents } from "../shared/store/events.ts";
 import { openDatabase } from "../shared/store/open.ts";
 import { recordProvider, transition } from "../shared/store/tasks.ts";
+import { autoDeclinedEvent, outsideWorkdir } from "./auto-decline.ts";
 import { DEFAULT_BATCHING, EventBatcher, type PendingEvent } from "./event-batcher.ts";
 import { IdleTimer } from "./idle-timer.ts";
 import type { ProviderHost, ProviderWorkerApi, RunReport, RunSpec } from "./provider-protocol.ts";
@@ -115,9 +116,17 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
     mark: spec.mark,
     env: providerEnv,
     emit: (type, payload) => batcher.push({ event_type: type, payload: redactor.redactValue(payload) }),
-    requestApproval: (payload) => withHuman(() => host.interact(spec.taskId, "approval", redactor.redactValue({ ...payload })) as never),
+    requestApproval: (payload) => {
+      const redacted = redactor.redactValue({ ...payload });
+      if (outsideWorkdir(redacted)) {
+        batcher.push({ event_type: "approval.auto_declined", payload: autoDeclinedEvent(redacted, "outside_workdir") });
+        return Promise.resolve({ decision: "deny", granted_permission_ids: [] });
+      }
+      return withHuman(() => host.interact(spec.taskId, "approval", redacted) as never);
+    },
     askQuestion: (payload) => withHuman(() => host.interact(spec.taskId, "question", redactor.redactValue({ ...payload })) as never),
     activity: () => idle.touch(),
+    busy: (working) => (working ? idle.pause() : idle.resume()),
     abandonInteraction: () => {
       batcher.flush();
       host.withdrawn(spec.taskId);

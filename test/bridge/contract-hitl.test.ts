@@ -95,6 +95,7 @@ describe("§6.1–§6.2 approvals", () => {
         title: expect.any(String),
         command_display: "npm test",
         available_decisions: ["approve_once", "approve_session", "deny", "cancel_task"],
+        summary: expect.stringContaining("npm test"),
       },
       created_at: expect.stringMatching(/Z$/),
       expires_at: task["deadline_at"],
@@ -107,7 +108,17 @@ describe("§6.1–§6.2 approvals", () => {
     const events = await allEvents(sock, taskId);
     expect(events.map((e) => [e.event_type, e.payload])).toEqual([
       ["task.started", { runtime: "fake" }],
-      ["approval.requested", { request_id: requestId, expires_at: task["deadline_at"] }],
+      [
+        "approval.requested",
+        {
+          request_id: requestId,
+          expires_at: task["deadline_at"],
+          summary: expect.stringContaining("npm test"),
+          category: "command",
+          title: expect.any(String),
+          command: "npm test",
+        },
+      ],
       ["approval.resolved", { decision: "approve_once" }],
       ["task.completed", { result_storage: "inline", result_size_bytes: 21 }],
     ]);

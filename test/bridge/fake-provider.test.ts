@@ -113,6 +113,7 @@ function run(prompt: string, o: RunOptions = {}): Recorded {
     activity() {
       rec.lines = (rec.lines ?? 0) + 1;
     },
+    busy: () => undefined,
     async recordNative(facts) {
       rec.order.push("native");
       rec.natives.push(facts);

@@ -267,9 +267,14 @@ describe("§9.4 respond_agent_approval", () => {
     const done = await waitForTask(mcp, taskId, isTerminal);
     expect(done).toMatchObject({ status: "succeeded", final_response: "approval=approve_once" });
     const events = await allEvents(mcp, taskId);
+    // the event says what is asked: the same summary, category and command (docs/agent-requests.md)
     expect(events.find((e) => e["event_type"] === "approval.requested")?.["payload"]).toEqual({
       request_id: request["request_id"],
       expires_at: request["expires_at"],
+      summary: (request["payload"] as Json)["summary"],
+      category: "command",
+      title: (request["payload"] as Json)["title"],
+      command: CANARY.approval,
     });
     expect(events.find((e) => e["event_type"] === "approval.resolved")?.["payload"]).toEqual({ decision: "approve_once" });
     // answering it again

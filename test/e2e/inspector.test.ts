@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, startBridgeProcess } from "../helpers/bridge.ts";
-import { BUN, CLI, REPO_ROOT, type TempDir, tempDir } from "../helpers/workspace.ts";
+import { REPO_ROOT, SERVERFS, type TempDir, tempDir } from "../helpers/workspace.ts";
 import type { Json } from "./support.ts";
 
 const PACKAGE = "@modelcontextprotocol/inspector";
@@ -27,7 +27,7 @@ interface Run {
 /** One inspector invocation against `serverfs mcp --config F`, bounded; stdout is its one JSON object. */
 async function inspector(args: string[]): Promise<Run> {
   const proc = Bun.spawn(
-    ["npx", "--no", "--", PACKAGE, "--cli", "--format", "json", "--cwd", REPO_ROOT, ...args, "--", BUN, CLI, "mcp", "--config", env.configPath],
+    ["npx", "--no", "--", PACKAGE, "--cli", "--format", "json", "--cwd", REPO_ROOT, ...args, "--", ...SERVERFS, "mcp", "--config", env.configPath],
     {
       cwd: REPO_ROOT,
       // its own HOME: the inspector and npx keep their state there, never in the user's

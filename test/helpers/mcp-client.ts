@@ -5,7 +5,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { BUN, CLI, REPO_ROOT } from "./workspace.ts";
+import { REPO_ROOT, SERVERFS } from "./workspace.ts";
 
 export interface McpSession {
   client: Client;
@@ -15,6 +15,8 @@ export interface McpSession {
   audit(): Record<string, unknown>[];
   call(name: string, args?: Record<string, unknown>): Promise<CallToolResult>;
   close(): Promise<void>;
+  /** The server's process id, where the helper started it. */
+  pid?: number | null;
 }
 
 export const CODE_PATTERN = /^([A-Z][A-Z0-9_]{2,}): /;
@@ -39,7 +41,7 @@ export const parseAudit = (text: string): Record<string, unknown>[] =>
 
 /** `launcher` (e.g. `["prlimit", "--nofile=32", "--"]`) is prepended to the server's command line. */
 export async function startStdio(configPath: string, env: Record<string, string> = {}, launcher: string[] = []): Promise<McpSession> {
-  const [command, ...args] = [...launcher, BUN, CLI, "mcp", "--config", configPath];
+  const [command, ...args] = [...launcher, ...SERVERFS, "mcp", "--config", configPath];
   const transport = new StdioClientTransport({
     command: command!,
     args,
@@ -59,6 +61,7 @@ export async function startStdio(configPath: string, env: Record<string, string>
     audit: () => parseAudit(err),
     call: (name, args = {}) => client.callTool({ name, arguments: args }) as Promise<CallToolResult>,
     close: () => client.close(),
+    pid: transport.pid,
   };
 }
 

@@ -1,8 +1,8 @@
 /** Spawning `serverfs` subcommands as real processes and reading their output. */
-import { BUN, CLI, REPO_ROOT } from "./workspace.ts";
+import { REPO_ROOT, SERVERFS } from "./workspace.ts";
 
 export function spawnCli(args: string[], opts: { env?: Record<string, string> } = {}) {
-  return Bun.spawn([BUN, CLI, ...args], {
+  return Bun.spawn([...SERVERFS, ...args], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...opts.env },
     stdin: "pipe",
@@ -12,7 +12,7 @@ export function spawnCli(args: string[], opts: { env?: Record<string, string> } 
 }
 
 export async function runCli(args: string[], opts: { env?: Record<string, string> } = {}) {
-  const proc = Bun.spawn([BUN, CLI, ...args], {
+  const proc = Bun.spawn([...SERVERFS, ...args], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...opts.env },
     stdin: "ignore",

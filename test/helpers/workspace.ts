@@ -1,12 +1,19 @@
 /** Temporary directories and config files for tests: real directories, removed afterwards. */
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { type Table, toToml } from "./toml.ts";
 
 export const REPO_ROOT = join(import.meta.dir, "..", "..");
 export const CLI = join(REPO_ROOT, "src", "main", "cli.ts");
 export const BUN = process.execPath;
+/**
+ * How a test starts `serverfs`: the sources under Bun, or the compiled single file when
+ * `SERVERFS_BIN` names one (`npm run test:compiled` runs the end-to-end suites that way).
+ */
+export const SERVERFS: readonly string[] = process.env["SERVERFS_BIN"] ? [resolve(REPO_ROOT, process.env["SERVERFS_BIN"])] : [BUN, CLI];
+/** The same as one shell word list, for tests that go through a shell (pipes, script(1)). */
+export const SERVERFS_SHELL = SERVERFS.map((w) => `"${w}"`).join(" ");
 
 export interface TempDir {
   path: string;

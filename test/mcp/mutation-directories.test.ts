@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, lstatSync, readdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
+import { holdFlock, releaseAllFlocks } from "../helpers/flock-holder.ts";
 import { callAudited, errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
@@ -24,6 +25,7 @@ beforeAll(async () => {
   mcp = await startStdio(config);
 });
 afterAll(async () => {
+  releaseAllFlocks();
   await mcp.close();
   dir.remove();
 });
@@ -62,13 +64,28 @@ describe("§6.7 delete_directory", () => {
   });
 
   test("emptiness is physical: a hidden, denied or reserved entry makes it DIRECTORY_NOT_EMPTY, and no entry is named", async () => {
-    for (const [i, name] of [".keep", "server.pem", ".serverfs-tmp-0123456789abcdef", "visible.txt"].entries()) {
+    for (const [i, name] of [".keep", "server.pem", ".serverfs-tmp-notours", "visible.txt"].entries()) {
       dir.file(`rw/full-${i}/${name}`, "x");
       const r = await rmdir(`full-${i}`, await revision(`full-${i}`));
       expect(errorCode(r)).toBe("DIRECTORY_NOT_EMPTY");
       expect((r.content[0] as { text: string }).text).not.toContain(name);
       expect(readdirSync(join(rw, `full-${i}`))).toEqual([name]);
     }
+  });
+
+  test("a temp file whose writer holds its lock counts, with an honest message; once the lock is free it is removed first", async () => {
+    const temp = dir.file("rw/writing/.serverfs-tmp-0123456789abcdef", "in flight");
+    const holder = await holdFlock(temp);
+    try {
+      const r = await rmdir("writing", await revision("writing"));
+      expect(errorCode(r)).toBe("DIRECTORY_NOT_EMPTY");
+      expect((r.content[0] as { text: string }).text).toBe("DIRECTORY_NOT_EMPTY: rw:writing is not empty: another ServerFS process is still writing a file in it");
+      expect(existsSync(temp)).toBe(true);
+    } finally {
+      await holder.release();
+    }
+    structured(await rmdir("writing", await revision("writing")));
+    expect(existsSync(join(rw, "writing"))).toBe(false);
   });
 
   test("missing, symlink and non-directory targets: PATH_NOT_FOUND, SYMLINK_NOT_ALLOWED, NOT_A_DIRECTORY", async () => {

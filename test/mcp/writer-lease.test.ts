@@ -1,14 +1,13 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { type FlockHolder, holdFlock, releaseAllFlocks } from "../helpers/flock-holder.ts";
 import { errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
-import { BUN, REPO_ROOT, type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
+import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
 let dir: TempDir;
 let mcp: McpSession;
 let locks: string;
-
-const LIBC = join(REPO_ROOT, "src/shared/ffi/libc.ts");
 
 /** Slot → alias of the workdirs below; each slot's lock_dir entries are prepared differently. */
 const WORKDIRS = [
@@ -25,40 +24,8 @@ const WORKDIRS = [
 const lockFile = (slot: number) => join(locks, `${String(slot).padStart(2, "0")}.lock`);
 const guardFile = (slot: number) => join(locks, "active", String(slot).padStart(2, "0"));
 
-interface Holder {
-  release(): Promise<void>;
-}
-const holders = new Set<Bun.Subprocess>();
-
 /** A separate real process that takes the slot's flock, the way the Bridge does, and keeps it. */
-async function holdLock(slot: number): Promise<Holder> {
-  const script = `
-    import { openSync, constants } from "node:fs";
-    import { tryLockExclusive } from ${JSON.stringify(LIBC)};
-    const fd = openSync(process.env.LOCK_FILE, constants.O_RDWR);
-    console.log(tryLockExclusive(fd));
-    setInterval(() => {}, 1 << 30);
-  `;
-  const proc = Bun.spawn([BUN, "-e", script], { env: { ...process.env, LOCK_FILE: lockFile(slot) }, stdout: "pipe", stderr: "ignore" });
-  holders.add(proc);
-  const reader = proc.stdout.getReader();
-  let out = "";
-  const deadline = Date.now() + 10_000;
-  while (!out.includes("\n")) {
-    const next = await Promise.race([reader.read(), Bun.sleep(Math.max(0, deadline - Date.now())).then(() => null)]);
-    if (next === null || next.done) break;
-    out += new TextDecoder().decode(next.value);
-  }
-  reader.releaseLock();
-  expect(out.trim()).toBe("locked");
-  return {
-    async release() {
-      proc.kill();
-      await proc.exited;
-      holders.delete(proc);
-    },
-  };
-}
+const holdLock = (slot: number): Promise<FlockHolder> => holdFlock(lockFile(slot));
 
 const revision = async (alias: string, path: string) => structured<{ revision: string }>(await mcp.call("stat_file", { workdir: alias, path })).revision;
 
@@ -121,7 +88,7 @@ afterEach(() => {
   rmSync(guardFile(2), { force: true });
 });
 afterAll(async () => {
-  for (const proc of holders) proc.kill();
+  releaseAllFlocks();
   await mcp.close();
   dir.remove();
 });

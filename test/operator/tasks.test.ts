@@ -267,6 +267,7 @@ describe("tasks without a Bridge", () => {
       const r = await runCli(["tasks", "list", "--config", idle.configPath]);
       expect(r.code).toBe(1);
       expect(r.stderr).toMatch(/^serverfs: AGENT_BRIDGE_UNAVAILABLE: .+\n$/);
+      expect(r.stderr).toContain("is `serverfs bridge` running as this user? `serverfs doctor` checks the setup");
       expect(r.stderr).not.toContain(idle.dir.path);
     } finally {
       idle.dir.remove();

@@ -5,7 +5,7 @@
  * Bridge. Without the CLI the file is skipped loudly, except under CI=true, where that is a failure.
  */
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { newMark, newTaskId } from "../../src/shared/ids.ts";
 import { terminateProcessGroup } from "../../src/shared/process-group.ts";
@@ -21,50 +21,23 @@ import type {
   RunHandle,
 } from "../../src/workers/providers/types.ts";
 import { type MockAnthropic, type MockRequest, type MockStep, startMockAnthropic } from "../fixtures/mock-anthropic.ts";
+import { CLAUDE_BIN, CLAUDE_PACKAGE, CLAUDE_PRESENT, claudeOfflineEnv, cliMissing, claudeHome as freshClaudeHome } from "../fixtures/agent-stack.ts";
 import { bridgeEnv, call, isTerminalTask, startBridgeProcess, waitForTask } from "../helpers/bridge.ts";
 import { REPO_ROOT, type TempDir, tempDir } from "../helpers/workspace.ts";
 
-const PACKAGE = join(REPO_ROOT, "node_modules", "@anthropic-ai", "claude-code");
-const BIN = join(PACKAGE, "bin", "claude.exe");
-const PRESENT = existsSync(BIN);
+const PACKAGE = CLAUDE_PACKAGE;
+const BIN = CLAUDE_BIN;
+const PRESENT = CLAUDE_PRESENT;
 const RUN_MS = 30_000;
 
-if (!PRESENT) {
-  if (process.env["CI"] === "true") {
-    test("the Claude Code CLI is installed (CI installs @anthropic-ai/claude-code)", () => {
-      expect(`${BIN} exists`).toBe("the Claude Code CLI is missing");
-    });
-  } else {
-    console.warn(
-      `\n!!! SKIPPING test/providers/claude.test.ts: the Claude Code CLI is not installed (${BIN}).\n` +
-        "!!! Install it with: npm install --no-save @anthropic-ai/claude-code@2.1.332\n",
-    );
-  }
-}
+if (!PRESENT) cliMissing("Claude Code", BIN, "npm install --no-save @anthropic-ai/claude-code@2.1.332");
 
 /** Per-test HOME and CLAUDE_CONFIG_DIR under the gitignored .tmp/, removed after each test. */
 const homes: string[] = [];
 function claudeHome(): { home: string; configDir: string } {
-  mkdirSync(join(REPO_ROOT, ".tmp"), { recursive: true });
-  const home = mkdtempSync(join(REPO_ROOT, ".tmp", "claude-"));
-  homes.push(home);
-  const configDir = join(home, "config");
-  mkdirSync(configDir);
-  return { home, configDir };
-}
-
-/** The offline environment of providers.md, pointed at `mock`. */
-function offlineEnv(mock: MockAnthropic, home: string, configDir: string): Record<string, string> {
-  return {
-    HOME: home,
-    CLAUDE_CONFIG_DIR: configDir,
-    ANTHROPIC_BASE_URL: mock.url,
-    ANTHROPIC_API_KEY: "dummy",
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-    DISABLE_TELEMETRY: "1",
-    DISABLE_AUTOUPDATER: "1",
-    CLAUDE_CODE_MAX_RETRIES: "0",
-  };
+  const made = freshClaudeHome();
+  homes.push(made.home);
+  return made;
 }
 
 interface Recorded {
@@ -108,7 +81,7 @@ function setup(steps: MockStep[]) {
   const { home, configDir } = claudeHome();
   const ws = tempDir("sfs-claude-ws-");
   dirs.push(ws);
-  return { mock, ws, env: offlineEnv(mock, home, configDir), configDir };
+  return { mock, ws, env: claudeOfflineEnv(mock, home, configDir), configDir };
 }
 
 function run(s: ReturnType<typeof setup>, prompt: string, o: RunOptions = {}): Recorded {
@@ -148,6 +121,7 @@ function run(s: ReturnType<typeof setup>, prompt: string, o: RunOptions = {}): R
       rec.order.push("started");
     },
     activity: () => undefined,
+    busy: () => undefined,
     async recordNative(facts) {
       rec.order.push("native");
       rec.natives.push(facts);
@@ -304,21 +278,21 @@ describe.skipIf(!PRESENT)("providers.md claude: can_use_tool approvals", () => {
     const r = run(s, "make a file", { decisions: ["deny"] });
     expect(await r.outcome).toEqual({ kind: "final", text: "understood" });
     expect(existsSync(join(s.ws.path, "made.txt"))).toBe(false);
-    expect(r.events).toContainEqual({ type: "tool.completed", payload: { tool: "Bash", is_error: true } });
+    expect(r.events).toContainEqual({ type: "tool.completed", payload: { tool: "Bash", is_error: true, error: expect.stringContaining("Denied by the remote user") } });
     const seen = transcript(s.mock.requests[1]!.messages).map((t) => t.text);
     expect(seen.some((t) => t.startsWith("tool_result:") && t.includes("Denied by the remote user") && t.endsWith(":true"))).toBe(true);
     await r.finish();
   }, 40_000);
 
-  test("a Write is a file_change approval naming the file; its contents stay out of the payload", async () => {
+  test("a Write is a file_change approval naming the file and proposing its content (the Bridge makes the diff)", async () => {
     const s = setup([]);
     const target = join(s.ws.path, "notes.txt");
     s.mock.script([{ tool: "Write", input: { file_path: target, content: "secret contents" } }, { say: "written" }]);
     const r = run(s, "write notes", { decisions: ["approve_once"] });
     expect(await r.outcome).toEqual({ kind: "final", text: "written" });
     expect(r.approvals).toHaveLength(1);
-    expect(r.approvals[0]).toMatchObject({ category: "file_change", tool: "Write", file_changes: [{ path: target }] });
-    expect(JSON.stringify(r.approvals[0])).not.toContain("secret contents");
+    expect(r.approvals[0]).toMatchObject({ category: "file_change", tool: "Write", file_changes: [{ path: target, change: { write: "secret contents" } }] });
+    expect(r.approvals[0]).not.toHaveProperty("tool_input");
     expect(readFileSync(target, "utf8")).toBe("secret contents");
     expect(r.events).toContainEqual({ type: "file_change.started", payload: { tool: "Write", paths: [target] } });
     expect(r.events).toContainEqual({ type: "tool.completed", payload: { tool: "Write", is_error: false } });

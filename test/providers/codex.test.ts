@@ -5,7 +5,7 @@
  * directory) and its own mock.
  */
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { ServerFsError } from "../../src/shared/errors.ts";
 import { newMark, newTaskId } from "../../src/shared/ids.ts";
@@ -22,49 +22,13 @@ import type {
 import { bridgeEnv, call, startBridgeProcess, waitForTask, isTerminalTask, allEvents } from "../helpers/bridge.ts";
 import { REPO_ROOT, type TempDir, tempDir } from "../helpers/workspace.ts";
 import { type MockOpenAI, type MockStep, startMockOpenAI } from "../fixtures/mock-openai.ts";
+import { CODEX_BIN, CODEX_PRESENT, CODEX_VERSION, cliMissing, codexHome } from "../fixtures/agent-stack.ts";
 
-const CODEX_BIN = join(REPO_ROOT, "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex");
-const CODEX_VERSION = "0.171.0";
-const present = existsSync(CODEX_BIN);
+const present = CODEX_PRESENT;
 const MOCK_ENV = { MOCK_API_KEY: "mock-key" };
 const QUICK = { graceMs: 1000, verifyMs: 3000, pollMs: 20 };
 
-if (!present && process.env["CI"] === "true") {
-  test("the Codex CLI is installed (CI installs @openai/codex)", () => {
-    throw new Error(`the Codex CLI is missing at ${CODEX_BIN}`);
-  });
-} else if (!present) {
-  console.warn(`\n*** SKIPPING the codex real-CLI tier: ${CODEX_BIN} is missing (npm install --no-save @openai/codex@${CODEX_VERSION}) ***\n`);
-}
-
-/** A CODEX_HOME with the providers.md config.toml pointing at `mock`. */
-function codexHome(mock: MockOpenAI): string {
-  const base = join(REPO_ROOT, ".tmp");
-  mkdirSync(base, { recursive: true });
-  const home = mkdtempSync(join(base, "codex-home-"));
-  writeFileSync(
-    join(home, "config.toml"),
-    [
-      'model = "gpt-5.5"',
-      'model_provider = "mock"',
-      "check_for_update_on_startup = false",
-      "[analytics]",
-      "enabled = false",
-      "[features]",
-      "plugins = false",
-      "apps = false",
-      "[model_providers.mock]",
-      'name = "mock"',
-      `base_url = "${mock.baseUrl}"`,
-      'wire_api = "responses"',
-      'env_key = "MOCK_API_KEY"',
-      "request_max_retries = 0",
-      "stream_max_retries = 0",
-      "",
-    ].join("\n"),
-  );
-  return home;
-}
+if (!present) cliMissing("Codex", CODEX_BIN, `npm install --no-save @openai/codex@${CODEX_VERSION}`);
 
 interface Harness {
   mock: MockOpenAI;
@@ -142,6 +106,7 @@ function run(h: Harness, prompt: string, o: RunOptions = {}): Recorded {
       rec.started++;
     },
     activity: () => undefined,
+    busy: () => undefined,
     async recordNative(facts) {
       rec.natives.push(facts);
     },

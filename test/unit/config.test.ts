@@ -11,13 +11,14 @@ writeFileSync(join(dir, "file"), "");
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const build = (raw: unknown, role: Role = "mcp") => buildConfig(raw, "test.toml", { role, env: {} });
-const refuses = (raw: unknown, key: RegExp, role: Role = "mcp") => {
+/** A refusal names the key; only the checks about a path value name that value (for the operator). */
+const refuses = (raw: unknown, key: RegExp, role: Role = "mcp", namesValue = false) => {
   expect(() => build(raw, role)).toThrow(ConfigError);
   try {
     build(raw, role);
   } catch (e) {
     expect((e as Error).message).toMatch(key);
-    expect((e as Error).message).not.toContain(dir);
+    if (!namesValue) expect((e as Error).message).not.toContain(dir);
   }
 };
 const wd = (extra: Record<string, unknown> = {}) => ({ slot: 1, alias: "repo", path: ws, ...extra });
@@ -35,6 +36,7 @@ describe("config.md defaults", () => {
       search_timeout_seconds: 15,
       search_max_file_bytes: 52428800,
       max_edits_per_call: 50,
+      mutation_lock_wait_ms: 2000,
     });
     expect(c.bridge.enabled).toBe(false);
     expect(c.bridge.rpc_timeout_seconds).toBe(30);
@@ -70,6 +72,12 @@ describe("config.md defaults", () => {
 describe("config.md validation: unknown keys and wrong types name the key", () => {
   test("unknown top-level key", () => refuses({ bogus: 1 }, /^bogus: unknown key/));
   test("unknown nested key", () => refuses({ bridge: { lifecycle: { nope: 1 } } }, /bridge\.lifecycle\.nope: unknown key/));
+  test("an unknown key close to a known one names it", () => {
+    refuses({ server: { log_levl: "info" } }, /^server\.log_levl: unknown key \(did you mean log_level\?\)$/);
+    refuses({ workdirs: [wd({ read_onyl: true })] }, /^workdirs\[0\]\.read_onyl: unknown key \(did you mean read_only\?\)$/);
+    refuses({ bridg: {} }, /^bridg: unknown key \(did you mean bridge\?\)$/);
+    refuses({ bridge: { lifecycle: { zzzzzzzz: 1 } } }, /^bridge\.lifecycle\.zzzzzzzz: unknown key$/);
+  });
   test("wrong type", () => refuses({ limits: { max_list_entries: "10" } }, /limits\.max_list_entries: invalid value/));
   test("lifecycle values must be positive integers", () =>
     refuses({ bridge: { lifecycle: { task_timeout_seconds: 0 } } }, /task_timeout_seconds/));
@@ -83,15 +91,17 @@ describe("config.md validation: unknown keys and wrong types name the key", () =
 
 describe("config.md cross-checks", () => {
   const enabled = { enabled: true, enable_fake_runtime: true };
-  test("duplicate slot", () => refuses({ workdirs: [wd(), wd({ alias: "b" })] }, /duplicate slot/));
-  test("duplicate alias", () => refuses({ workdirs: [wd(), wd({ slot: 2 })] }, /duplicate alias/));
+  test("duplicate slot", () => refuses({ workdirs: [wd(), wd({ alias: "b" })] }, /^workdirs\[1\]\.slot: duplicate slot 1 \(workdirs\[0\] has it too\)$/));
+  test("duplicate alias", () => refuses({ workdirs: [wd(), wd({ slot: 2 })] }, /^workdirs\[1\]\.alias: duplicate alias "repo" \(workdirs\[0\] has it too\)$/));
   test("workdir path must be absolute", () => refuses({ workdirs: [wd({ path: "rel" })] }, /workdirs\[0\]\.path: must be an absolute path/));
-  test("workdir path must exist", () => refuses({ workdirs: [wd({ path: join(dir, "missing") })] }, /does not exist/));
-  test("workdir path must be a directory", () => refuses({ workdirs: [wd({ path: join(dir, "file") })] }, /not a directory/));
+  test("workdir path must exist; the message names the value", () =>
+    refuses({ workdirs: [wd({ path: join(dir, "missing") })] }, /^workdirs\[0\]\.path: \/.*\/missing does not exist$/, "mcp", true));
+  test("workdir path must be a directory; the message names the value", () =>
+    refuses({ workdirs: [wd({ path: join(dir, "file") })] }, /^workdirs\[0\]\.path: \/.*\/file is not a directory$/, "mcp", true));
   test("the MCP role checks mcp_path, the Bridge role path", () => {
     const raw = { workdirs: [wd({ path: join(dir, "missing"), mcp_path: ws })] };
     expect(build(raw, "mcp").workdirs[0]!.root).toBe(ws);
-    refuses(raw, /workdirs\[0\]\.path: does not exist/, "bridge");
+    refuses(raw, /workdirs\[0\]\.path: .* does not exist/, "bridge", true);
   });
   test("an allowlisted runtime must be enabled", () =>
     refuses(

@@ -58,7 +58,12 @@ describe("§6.1 opening a request", () => {
     });
     expect(JSON.parse(r.request.payload_json)).toEqual(kind === "approval" ? APPROVAL : QUESTION);
     expect(r.task).toMatchObject({ status: waiting, pending_request_id: r.request.request_id, updated_at: at });
-    expect(lastEvent(id)).toEqual({ type: eventType, payload: { request_id: r.request.request_id, expires_at: expiresAt } });
+    // the event says what is asked: summary and category (the title, for an approval), never more
+    const said =
+      kind === "approval"
+        ? { summary: "run the tests", category: "command", title: "run the tests" }
+        : { summary: "which?", category: "question", question_count: 1 };
+    expect(lastEvent(id)).toEqual({ type: eventType, payload: { request_id: r.request.request_id, expires_at: expiresAt, ...said } });
   });
 
   test("REQUEST_PENDING when the task already has an open request; the first stays", () => {

@@ -1,13 +1,13 @@
 /**
  * `serverfs bridge` (bridge.md §12.2 order): instance lock → database and migration → lock and
- * spool directories → GC → reconciliation → workers → socket → serve. SIGTERM/SIGINT run the
+ * spool directories → GC → reconciliation → workers → socket → serve. SIGTERM/SIGINT/SIGHUP run the
  * bounded shutdown of §14; a second signal forces exit 1, leaving unverified guards for the next
  * start to reconcile.
  */
 import * as Comlink from "comlink";
 import { AuditLog } from "../../shared/audit.ts";
 import { type StartedWorker, startWorker } from "../../shared/comlink-worker.ts";
-import { type Config, groupSharing, loadConfig } from "../../shared/config/load.ts";
+import { type Config, ConfigError, groupSharing, loadConfig } from "../../shared/config/load.ts";
 import { ServerFsError } from "../../shared/errors.ts";
 import { removeLeftoverGuardTemps } from "../../shared/leases/guard-files.ts";
 import type { SweepFinding } from "../../shared/leases/reconcile-verdict.ts";
@@ -46,7 +46,8 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
   const { stateDir, lockDir } = config.bridge;
   const sharingGid = groupSharing(config);
 
-  ensurePrivateDir(stateDir, 0o700, null, (phrase) => new ServerFsError("STATE_DIR_UNSAFE", phrase));
+  // the operator's own directory, named for the operator: this error goes to the Bridge's stderr only
+  ensurePrivateDir(stateDir, 0o700, null, (phrase) => new ServerFsError("STATE_DIR_UNSAFE", `bridge.state_dir ${stateDir}: ${phrase}`));
   const instance: InstanceLock = acquireInstanceLock(stateDir);
   const workers: StartedWorker<object>[] = [];
   let store: Store | null = null;
@@ -76,12 +77,13 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
     workers.push(spool, maintenance);
     await maintenance.remote.init({ stateDir, lockDir, retentionHours, intervalSeconds: config.bridge.lifecycle.maintenance_interval_seconds });
 
+    const probes = new RuntimeProbes(createAdapters(config.file, options));
     const service = new TaskService({
       config,
       store,
       workspaces: new Workspaces(config),
       audit,
-      probes: new RuntimeProbes(createAdapters(config.file, options)),
+      probes,
       provider: provider.remote,
       spool: spool.remote,
       gc: async () => {
@@ -110,6 +112,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
       isClosing: () => service.isClosing,
     });
     audit.info("bridge_started", { version: VERSION, workdirs: config.workdirs.length });
+    warnUnavailableRuntimes(probes, audit);
 
     // §1: a provider worker that dies is replaced; the tasks it ran end AGENT_PROVIDER_DISCONNECTED
     // through their own finally paths (each pending `run` call rejects when the worker is lost).
@@ -148,9 +151,25 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
   }
 }
 
+/**
+ * An enabled runtime the Bridge cannot run is a warning line, not a refusal: the others still serve,
+ * and a submit for it answers AGENT_RUNTIME_UNAVAILABLE. Probed after the socket opens, so a slow
+ * `--version` never delays startup.
+ */
+function warnUnavailableRuntimes(probes: RuntimeProbes, audit: AuditLog): void {
+  void probes.list().then((list) => {
+    for (const r of list) {
+      if (!r.available) audit.warn("runtime_unavailable", { runtime: r.name, reason: "its binary is missing or --version failed; run serverfs doctor" });
+    }
+  });
+}
+
 /** The `serverfs bridge` command: start, serve until a signal, shut down. */
 export async function runBridge(configPath: string | undefined): Promise<number> {
   const config = loadConfig({ role: "bridge", configPath });
+  if (!config.file.bridge.enabled) {
+    throw new ConfigError("bridge.enabled: is false, so the Bridge must not run; set [bridge] enabled = true to use agent tasks");
+  }
   // Handlers first: a signal during startup must still run the shutdown once the Bridge is up.
   let signals = 0;
   let onSignal: () => void = () => {};
@@ -160,8 +179,8 @@ export async function runBridge(configPath: string | undefined): Promise<number>
       resolve();
     };
   });
-  process.on("SIGTERM", () => onSignal());
-  process.on("SIGINT", () => onSignal());
+  // SIGHUP (a closed terminal, a service manager) is a clean shutdown too, never a silent death
+  for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(sig, () => onSignal());
   const bridge = await startBridge(config);
   await received;
   return bridge.stop().then(

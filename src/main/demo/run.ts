@@ -2,7 +2,9 @@
  * `serverfs demo`: the embedded default (config.md). It lays out a temporary workspace and state,
  * starts a Bridge with the scripted `fake` runtime, drives `serverfs mcp` over stdio with the SDK's
  * own client as any MCP client would, and prints a readable transcript. Exits 0 only when every
- * step held; nothing is left behind.
+ * step held. Nothing is left behind on any exit: a failed step, a reader that went away
+ * (`serverfs demo | head`), SIGINT, SIGTERM or SIGHUP all stop its Bridge and MCP server and remove
+ * its temporary directory before the last line.
  */
 import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -11,15 +13,53 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { paint, writeStdout } from "../operator/output.ts";
 import { selfCommand } from "../self-command.ts";
 
-const tty = process.stdout.isTTY === true;
-const paint = (code: string, s: string) => (tty ? `\x1b[${code}m${s}\x1b[0m` : s);
-const bold = (s: string) => paint("1", s);
-const dim = (s: string) => paint("2", s);
-const green = (s: string) => paint("32", s);
-const red = (s: string) => paint("31", s);
-const out = (s = "") => process.stdout.write(`${s}\n`);
+const bold = (s: string) => paint("bold", s);
+const dim = (s: string) => paint("dim", s);
+const green = (s: string) => paint("green", s);
+const red = (s: string) => paint("red", s);
+
+/** Why the demo stopped before its end: its reader went away, or a signal asked it to. */
+class DemoAborted extends Error {}
+
+const write = (s: string) => {
+  if (!writeStdout(s)) throw new DemoAborted("its output was closed");
+};
+const out = (s = "") => write(`${s}\n`);
+
+const SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+/** The exit status of a run a signal ended, as a shell reports it (128 + the signal's number). */
+const SIGNAL_EXIT: Record<(typeof SIGNALS)[number], number> = { SIGHUP: 129, SIGINT: 130, SIGTERM: 143 };
+
+/**
+ * A promise that rejects with DemoAborted on the first signal: every step races it, so the run stops
+ * at once and its `finally` cleans up. The handlers replace Bun's default (exit without cleanup).
+ */
+function abortOnSignals() {
+  let received: (typeof SIGNALS)[number] | null = null;
+  let reject: (e: Error) => void = () => undefined;
+  const aborted = new Promise<never>((_, r) => {
+    reject = r;
+  });
+  aborted.catch(() => undefined);
+  const handlers = SIGNALS.map((sig) => {
+    const handler = () => {
+      received ??= sig;
+      reject(new DemoAborted(`${sig} received`));
+    };
+    process.on(sig, handler);
+    return [sig, handler] as const;
+  });
+  return {
+    aborted,
+    signal: () => received,
+    dispose: () => {
+      for (const [sig, handler] of handlers) process.off(sig, handler);
+    },
+  };
+}
 
 interface Step {
   title: string;
@@ -98,15 +138,22 @@ export async function runDemo(): Promise<number> {
   let bridge: Awaited<ReturnType<typeof startBridge>> | null = null;
   let client: Client | null = null;
   const started = performance.now();
+  const abort = abortOnSignals();
+  const raced = <T>(p: Promise<T>) => Promise.race([p, abort.aborted]);
   try {
     out(bold("ServerFS demo"));
     out(dim("A temporary workspace, a Bridge with the scripted fake runtime, and `serverfs mcp` driven over stdio."));
     out();
     const { config } = layout(root);
-    bridge = await startBridge(config);
+    const starting = startBridge(config);
+    // a signal during startup still leaves a Bridge to stop
+    starting.then((b) => {
+      bridge = b;
+    }, () => undefined);
+    bridge = await raced(starting);
     const [cmd, ...args] = selfCommand("mcp", "--config", config);
     client = new Client({ name: "serverfs-demo", version: "1.0.0" });
-    await client.connect(new StdioClientTransport({ command: cmd!, args, stderr: "ignore" }));
+    await raced(client.connect(new StdioClientTransport({ command: cmd!, args, stderr: "ignore" })));
     const c = client;
     const call = (name: string, a: Record<string, unknown> = {}) => c.callTool({ name, arguments: a }) as Promise<CallToolResult>;
 
@@ -268,16 +315,19 @@ export async function runDemo(): Promise<number> {
     let failed = 0;
     for (const [i, step] of steps.entries()) {
       const t0 = performance.now();
-      process.stdout.write(`${bold(`[${i + 1}/${steps.length}]`)} ${step.title} ... `);
+      write(`${bold(`[${i + 1}/${steps.length}]`)} ${step.title} ... `);
+      let lines: string[];
       try {
-        const lines = await step.run();
-        out(`${green("ok")} ${dim(`(${Math.round(performance.now() - t0)} ms)`)}`);
-        for (const l of lines) out(`      ${l}`);
+        lines = await raced(step.run());
       } catch (e) {
+        if (e instanceof DemoAborted) throw e;
         failed++;
         out(red("FAILED"));
         out(`      ${e instanceof Error ? e.message : String(e)}`);
+        continue;
       }
+      out(`${green("ok")} ${dim(`(${Math.round(performance.now() - t0)} ms)`)}`);
+      for (const l of lines) out(`      ${l}`);
     }
     out();
     const secs = ((performance.now() - started) / 1000).toFixed(1);
@@ -285,14 +335,32 @@ export async function runDemo(): Promise<number> {
     else out(red(bold(`${failed} of ${steps.length} steps failed (${secs} s).`)));
     return failed === 0 ? 0 : 1;
   } catch (e) {
-    out(red(`demo failed: ${e instanceof Error ? e.message : String(e)}`));
-    return 1;
-  } finally {
-    await client?.close().catch(() => undefined);
-    if (bridge) {
-      bridge.kill("SIGTERM");
-      await Promise.race([bridge.exited, Bun.sleep(20_000)]);
+    if (!(e instanceof DemoAborted)) {
+      // stdout may be the very thing that failed: the person reads stderr too
+      process.stderr.write(`serverfs demo: failed: ${e instanceof Error ? e.message : String(e)}\n`);
+      return 1;
     }
-    rmSync(root, { recursive: true, force: true });
+    await cleanUp(client, bridge, root);
+    const sig = abort.signal();
+    process.stderr.write(`serverfs demo: stopped (${e.message}); its Bridge is stopped and its temporary directory removed\n`);
+    return sig ? SIGNAL_EXIT[sig] : 1;
+  } finally {
+    await cleanUp(client, bridge, root);
+    abort.dispose();
   }
+}
+
+/** Stops the MCP server and the Bridge and removes the temporary tree; safe to call twice. */
+async function cleanUp(client: Client | null, bridge: ReturnType<typeof Bun.spawn> | null, root: string): Promise<void> {
+  await client?.close().catch(() => undefined);
+  if (bridge && bridge.exitCode === null && bridge.signalCode === null) {
+    bridge.kill("SIGTERM");
+    // the Bridge's own shutdown is bounded at 15 s; past that it is killed
+    const stopped = await Promise.race([bridge.exited.then(() => true), Bun.sleep(20_000).then(() => false)]);
+    if (!stopped) {
+      bridge.kill("SIGKILL");
+      await bridge.exited;
+    }
+  }
+  rmSync(root, { recursive: true, force: true });
 }

@@ -53,7 +53,11 @@ export interface CallOptions<R> {
 const LF = 0x0a;
 const WITHHELD = "the Bridge's message was withheld because it named a host path";
 
-const unavailable = (phrase: string) => new ServerFsError("AGENT_BRIDGE_UNAVAILABLE", phrase);
+/** What to do next travels with every unavailability: the person behind the client can act on it. */
+const NEXT_STEP = "is `serverfs bridge` running as this user? `serverfs doctor` checks the setup";
+const unavailable = (phrase: string) => new ServerFsError("AGENT_BRIDGE_UNAVAILABLE", `${phrase}; ${NEXT_STEP}`);
+/** The caller itself gave up (its client cancelled): nothing is wrong with the Bridge. */
+const cancelled = () => new ServerFsError("AGENT_BRIDGE_UNAVAILABLE", "the Bridge call was cancelled");
 const malformed = (phrase: string) => new ServerFsError("AGENT_BRIDGE_PROTOCOL_ERROR", phrase);
 
 /** The absolute paths of mcp-surface.md §9.1's safety net, as this role's config names them. */
@@ -141,7 +145,7 @@ export class BridgeClient {
 /** Sends one line and resolves with the first response line (its LF dropped). */
 function exchange(socketPath: string, line: Buffer, timeoutMs: number, signal: AbortSignal | undefined): Promise<Buffer> {
   return new Promise((resolvePromise, reject) => {
-    if (signal?.aborted) return reject(unavailable("the Bridge call was cancelled"));
+    if (signal?.aborted) return reject(cancelled());
     const socket = createConnection({ path: socketPath });
     socket.unref();
     const chunks: Buffer[] = [];
@@ -157,7 +161,7 @@ function exchange(socketPath: string, line: Buffer, timeoutMs: number, signal: A
       if (outcome instanceof ServerFsError) reject(outcome);
       else resolvePromise(outcome);
     };
-    const onAbort = () => settle(unavailable("the Bridge call was cancelled"));
+    const onAbort = () => settle(cancelled());
     const timer = setTimeout(() => settle(unavailable("the Agent Bridge did not answer in time")), timeoutMs);
     timer.unref();
     signal?.addEventListener("abort", onAbort, { once: true });

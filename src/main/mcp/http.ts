@@ -1,13 +1,17 @@
 /**
  * Streamable HTTP at `/mcp` (mcp-surface.md §2.2). Every request first passes the Host allowlist
- * (421), the Origin allowlist (403) and, when configured, the bearer token (401); only then does
- * it reach the session's SDK transport. Rejection bodies are fixed phrases that echo nothing.
+ * (421, a missing Host too), the Origin allowlist (403) and, when configured, the bearer token
+ * (401); only then does it reach the session's SDK transport. Rejection bodies are fixed phrases
+ * that echo nothing. Off loopback a bearer token is required; sessions are capped and expire when
+ * idle (http-sessions.ts).
  */
 import { timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { ConfigError, expandHome } from "../../shared/config/load.ts";
-import { UsageError } from "../cli.ts";
+import { UsageError } from "../args.ts";
+import { type HttpSession, HttpSessions } from "./http-sessions.ts";
 import { createMcpServer } from "./server.ts";
 import { auditStartup, type McpRuntime } from "./startup.ts";
 
@@ -33,7 +37,17 @@ export function parseListen(value: string): ListenAddress {
 }
 
 const formatHost = (host: string, port: number) => (host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`);
-const isLoopback = (host: string) => host === "localhost" || host === "::1" || host.startsWith("127.");
+/** `localhost`, `127.0.0.0/8` or `::1` (in any spelling); every other address reaches the network. */
+function isLoopback(host: string): boolean {
+  const h = host.toLowerCase();
+  if (h === "localhost" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h)) return true;
+  if (!h.includes(":")) return false;
+  try {
+    return new URL(`http://[${h}]/`).hostname === "[::1]";
+  } catch {
+    return false;
+  }
+}
 
 export function defaultAllowedHosts(host: string, port: number): string[] {
   const loopback = [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`];
@@ -61,63 +75,104 @@ function tokenMatches(header: string | null, token: string): boolean {
   return timingSafeEqual(padded, expected) && given.length === expected.length;
 }
 
-const plain = (status: number, text: string, headers: Record<string, string> = {}) =>
-  new Response(`${text}\n`, { status, headers: { "content-type": "text/plain; charset=utf-8", ...headers } });
+/** A fixed plain-text rejection; it never echoes a header. */
+function reply(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
+  const body = `${text}\n`;
+  res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "content-length": String(Buffer.byteLength(body)), ...headers });
+  res.end(body);
+}
+
+const header = (req: IncomingMessage, name: string): string | undefined => {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+};
+
+/** Before anything listens: off loopback the bearer token is required, so no bind is open by accident. */
+function requireTokenOffLoopback(address: ListenAddress, token: string | null): void {
+  if (isLoopback(address.host) || token !== null) return;
+  throw new ConfigError(
+    `server.http.bearer_token_file: must be set to serve HTTP on the non-loopback address ${formatHost(address.host, address.port)} (set a bearer token file, or bind 127.0.0.1)`,
+  );
+}
 
 export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
   const address = parseListen(listen);
-  const httpConfig = rt.deps.config.server.http;
-  const token = readBearerToken(httpConfig.bearer_token_file);
+  const { http: httpConfig, http_max_sessions, http_session_idle_seconds } = rt.deps.config.server;
+  let token: string | null;
+  try {
+    token = readBearerToken(httpConfig.bearer_token_file);
+    requireTokenOffLoopback(address, token);
+  } catch (e) {
+    if (e instanceof ConfigError) rt.deps.audit.error("startup_failed", { reason: e.message });
+    throw e;
+  }
   const origins = new Set(httpConfig.allowed_origins);
   const ending = new AbortController();
-  const sessions = new Map<string, WebStandardStreamableHTTPServerTransport>();
+  const sessions = new HttpSessions<StreamableHTTPServerTransport>(http_max_sessions, http_session_idle_seconds * 1000, (reason) =>
+    rt.deps.audit.info("http_session_closed", { reason, sessions: sessions.size }),
+  );
+  let allowedHosts = new Set<string>();
 
-  const bun = Bun.serve({
-    hostname: address.host,
-    port: address.port,
-    idleTimeout: 60,
-    fetch: async (req) => {
-      const host = req.headers.get("host")?.toLowerCase();
-      if (!host || !allowedHosts.has(host)) return plain(421, "misdirected request");
-      const origin = req.headers.get("origin");
-      if (origin !== null && !origins.has(origin)) return plain(403, "origin not allowed");
-      if (token !== null && !tokenMatches(req.headers.get("authorization"), token)) {
-        return plain(401, "unauthorized", { "www-authenticate": "Bearer" });
-      }
-      if (new URL(req.url).pathname !== "/mcp") return plain(404, "not found");
-      if (req.method === "GET") return plain(405, "method not allowed", { allow: "POST, DELETE" });
-      if (req.method !== "POST" && req.method !== "DELETE") return plain(405, "method not allowed", { allow: "POST, DELETE" });
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const host = header(req, "host")?.toLowerCase();
+    if (!host || !allowedHosts.has(host)) return reply(res, 421, "misdirected request");
+    const origin = header(req, "origin");
+    if (origin !== undefined && !origins.has(origin)) return reply(res, 403, "origin not allowed");
+    if (token !== null && !tokenMatches(header(req, "authorization") ?? null, token)) {
+      return reply(res, 401, "unauthorized", { "www-authenticate": "Bearer" });
+    }
+    if (new URL(req.url ?? "/", "http://localhost").pathname !== "/mcp") return reply(res, 404, "not found");
+    if (req.method !== "POST" && req.method !== "DELETE") return reply(res, 405, "method not allowed", { allow: "POST, DELETE" });
 
-      const sessionId = req.headers.get("mcp-session-id");
-      if (sessionId !== null) {
-        const transport = sessions.get(sessionId);
-        if (!transport) return plain(404, "unknown session");
-        return transport.handleRequest(req);
-      }
-      if (req.method === "DELETE") return plain(400, "missing session");
-      const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
-        sessionIdGenerator: () => crypto.randomUUID(),
-        onsessioninitialized: (id) => {
-          sessions.set(id, transport);
-        },
-        onsessionclosed: (id) => {
-          sessions.delete(id);
-        },
-      });
-      const server = createMcpServer({ ...rt, signal: ending.signal });
-      await server.connect(transport);
-      return transport.handleRequest(req);
-    },
+    const sessionId = header(req, "mcp-session-id");
+    if (sessionId !== undefined) {
+      const session = sessions.get(sessionId);
+      if (!session) return reply(res, 404, "unknown session");
+      sessions.begin(session);
+      res.once("close", () => sessions.end(session));
+      return session.transport.handleRequest(req, res);
+    }
+    if (req.method === "DELETE") return reply(res, 400, "missing session");
+    if (!sessions.makeRoom()) return reply(res, 503, "too many sessions", { "retry-after": "1" });
+    let session: HttpSession<StreamableHTTPServerTransport> | undefined;
+    const server = createMcpServer({ ...rt, signal: ending.signal });
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => crypto.randomUUID(),
+      onsessioninitialized: (id) => {
+        session = sessions.add(id, transport, () => server.close());
+      },
+      onsessionclosed: (id) => sessions.forget(id),
+    });
+    // A request that did not initialize a session leaves nothing behind.
+    res.once("close", () => (session ? sessions.end(session) : void server.close().catch(() => {})));
+    await server.connect(transport);
+    return transport.handleRequest(req, res);
+  }
+
+  // Node's server, not Bun.serve: Bun.serve answers a request without Host with a bare 400 before
+  // any handler runs, and the contract wants 421 for it like for any other Host.
+  const server = createServer({ requireHostHeader: false }, (req, res) => {
+    handle(req, res).catch(() => {
+      if (!res.headersSent) reply(res, 500, "internal error");
+      else res.destroy();
+    });
   });
-
-  const port = bun.port ?? address.port;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", (e) => reject(e));
+    server.listen(address.port, address.host, () => resolve());
+  });
+  const bound = server.address();
+  const port = typeof bound === "object" && bound !== null ? bound.port : address.port;
   const configured = (httpConfig.allowed_hosts ?? []).map((h) => h.toLowerCase());
-  const allowedHosts = new Set(configured.length > 0 ? configured : defaultAllowedHosts(address.host, port));
+  allowedHosts = new Set(configured.length > 0 ? configured : defaultAllowedHosts(address.host, port));
   auditStartup(rt, "http", formatHost(address.host, port));
+  if (!isLoopback(address.host)) rt.deps.audit.warn("http_not_loopback", { listen: formatHost(address.host, port) });
 
   const stop = () => {
     ending.abort();
-    bun.stop(true);
+    sessions.closeAll();
+    server.closeAllConnections();
+    server.close();
     process.exit(0);
   };
   process.on("SIGINT", stop);

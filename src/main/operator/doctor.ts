@@ -125,6 +125,7 @@ function directoryVerdict(check: string, path: string, missing: Verdict): CheckL
 }
 
 function workdirChecks(config: Config): CheckLine[] {
+  if (config.workdirs.length === 0) return [line("warn", "workdirs", "none configured: the MCP server offers no directory (add a [[workdirs]] table)")];
   return config.workdirs.flatMap((w) => {
     const checks = [directoryVerdict(`workdir ${w.alias}`, w.bridgePath, "fail")];
     const mcpPath = config.file.workdirs.find((e) => e.slot === w.slot)?.mcp_path;

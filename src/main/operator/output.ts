@@ -3,8 +3,8 @@
  * tables for a human, coloured only when stdout is a terminal, or JSON for `--json`; and how such a
  * command is run (`runCommand`).
  *
- * Offers `Style`, `paint`, `visibleWidth`, `table`, `printLine`, `printJson`, `printJsonLine`,
- * `runCommand`.
+ * Offers `Style`, `paint`, `visibleWidth`, `table`, `writeStdout`, `printLine`, `printJson`,
+ * `printJsonLine`, `runCommand`.
  */
 import { writeSync } from "node:fs";
 
@@ -44,21 +44,27 @@ export function table(rows: readonly (readonly string[])[], header?: readonly st
 }
 
 /**
- * Synchronous writes: cli.ts ends with `process.exit`, which would drop whatever a pipe had not
- * taken yet. A reader that went away (`| head`) ends the command quietly.
+ * Writes all of `text` to stdout synchronously: cli.ts ends with `process.exit`, which would drop
+ * whatever a pipe had not taken yet. Answers false when the reader went away (`| head`, EPIPE).
  */
-function write(text: string): void {
+export function writeStdout(text: string): boolean {
   let rest = Buffer.from(text, "utf8");
   while (rest.length > 0) {
     try {
       rest = rest.subarray(writeSync(1, rest));
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      if (code === "EPIPE") process.exit(0);
+      if (code === "EPIPE") return false;
       if (code !== "EAGAIN") throw e;
       Bun.sleepSync(1);
     }
   }
+  return true;
+}
+
+/** An operator command whose reader went away has nothing left to do: it ends quietly. */
+function write(text: string): void {
+  if (!writeStdout(text)) process.exit(0);
 }
 
 export function printLine(line = ""): void {

@@ -27,13 +27,14 @@ import {
 } from "../../shared/leases/operator-override.ts";
 import { DB_FILE, Store } from "../../shared/store/index.ts";
 import { acquireInstanceLock } from "../bridge/instance-lock.ts";
-import { type ParsedArgs, UsageError } from "../cli.ts";
+import { booleanFlag, type ParsedArgs, stringFlag, UsageError } from "../args.ts";
+import { suggestion } from "../../shared/did-you-mean.ts";
 import { BridgeClient } from "../mcp/bridge-client.ts";
 import { printJson, printLine, runCommand, table } from "./output.ts";
 
 export async function runRecovery(args: ParsedArgs, configPath: string | undefined): Promise<number> {
   const sub = args.command[1];
-  const json = args.flags.get("--json") === true;
+  const json = booleanFlag(args, "--json");
   if (sub === "list") {
     const config = loadConfig({ role: "operator", configPath });
     return runCommand(async () => {
@@ -44,7 +45,7 @@ export async function runRecovery(args: ParsedArgs, configPath: string | undefin
     });
   }
   if (sub === "clear") {
-    if (args.flags.get("--confirm") !== true) throw new UsageError("recovery clear needs --confirm");
+    if (!booleanFlag(args, "--confirm")) throw new UsageError("recovery clear needs --confirm", "recovery");
     const slot = slotArgument(args);
     try {
       checkSlot(slot);
@@ -61,13 +62,14 @@ export async function runRecovery(args: ParsedArgs, configPath: string | undefin
       return 0;
     });
   }
-  throw new UsageError("recovery needs list or clear");
+  throw new UsageError(sub === undefined ? "recovery needs list or clear" : `unknown recovery command ${sub}${suggestion(sub, ["list", "clear"])}`, "recovery");
 }
 
 function slotArgument(args: ParsedArgs): number {
-  const raw = args.flags.get("--slot");
-  if (raw === undefined || raw === true) throw new UsageError("recovery clear needs --slot N");
-  if (!/^-?\d+$/.test(raw)) throw new UsageError("--slot needs a whole number");
+  const raw = stringFlag(args, "--slot");
+  if (raw === undefined) throw new UsageError("recovery clear needs --slot N", "recovery");
+  // any whole number parses: checkSlot gives an out-of-range slot its coded error
+  if (!/^-?\d+$/.test(raw)) throw new UsageError("--slot needs a whole number", "recovery");
   return Number(raw);
 }
 

@@ -16,8 +16,8 @@ import { loadConfig } from "../../shared/config/load.ts";
 import { isServerFsError } from "../../shared/errors.ts";
 import { isTerminal, TASK_STATUSES } from "../../shared/store/task-states.ts";
 import { cutUtf8 } from "../../shared/utf8.ts";
-import type { ParsedArgs } from "../cli.ts";
-import { UsageError } from "../cli.ts";
+import { booleanFlag, intFlag, type ParsedArgs, stringFlag, UsageError } from "../args.ts";
+import { suggestion } from "../../shared/did-you-mean.ts";
 import { BridgeClient } from "../mcp/bridge-client.ts";
 import { EventsResult, TaskResult } from "../mcp/agent/schemas.ts";
 import { paint, printJson, printJsonLine, printLine, runCommand, type Style, table } from "./output.ts";
@@ -48,20 +48,22 @@ const status = (s: string) => {
   return style ? paint(style, s) : s;
 };
 
+const TASKS_SUBCOMMANDS = ["list", "show", "events", "tail"];
+
 export async function runTasks(args: ParsedArgs, configPath: string | undefined): Promise<number> {
   const [, sub, taskId, ...extra] = args.command;
-  if (extra.length > 0) throw new UsageError("tasks takes at most one task id");
+  if (extra.length > 0) throw new UsageError("tasks takes at most one task id", "tasks");
   const json = booleanFlag(args, "--json");
   const wantsId = sub === "show" || sub === "events" || sub === "tail";
-  if (sub === "list" && taskId !== undefined) throw new UsageError("tasks list takes no task id");
-  if (wantsId && taskId === undefined) throw new UsageError(`tasks ${sub} needs a task id`);
-  if (!wantsId && sub !== "list") throw new UsageError(sub === undefined ? "tasks needs list, show, events or tail" : `unknown tasks command ${sub}`);
+  if (sub === "list" && taskId !== undefined) throw new UsageError("tasks list takes no task id", "tasks");
+  if (wantsId && taskId === undefined) throw new UsageError(`tasks ${sub} needs a task id`, "tasks");
+  if (!wantsId && sub !== "list") throw new UsageError(sub === undefined ? "tasks needs list, show, events or tail" : `unknown tasks command ${sub}${suggestion(sub, TASKS_SUBCOMMANDS)}`, "tasks");
 
-  const limit = intFlag(args, "--limit", 1, PAGE_LIMIT);
-  const after = intFlag(args, "--after", 0, Number.MAX_SAFE_INTEGER) ?? 0;
+  const limit = intFlag(args, "--limit", 1, PAGE_LIMIT, "tasks");
+  const after = intFlag(args, "--after", 0, Number.MAX_SAFE_INTEGER, "tasks") ?? 0;
   const statusFilter = stringFlag(args, "--status");
   if (statusFilter !== undefined && !(TASK_STATUSES as readonly string[]).includes(statusFilter)) {
-    throw new UsageError(`--status must be one of ${TASK_STATUSES.join(", ")}`);
+    throw new UsageError(`--status must be one of ${TASK_STATUSES.join(", ")}`, "tasks");
   }
   const client = BridgeClient.fromConfig(loadConfig({ role: "operator", configPath }));
   return runCommand(async () => {
@@ -71,28 +73,6 @@ export async function runTasks(args: ParsedArgs, configPath: string | undefined)
     if (sub === "events") return events(client, id, after, limit, json);
     return tail(client, id, after, json);
   });
-}
-
-// ----- flags -----
-
-function booleanFlag(args: ParsedArgs, name: string): boolean {
-  const value = args.flags.get(name);
-  if (value !== undefined && value !== true) throw new UsageError(`${name} takes no value`);
-  return value === true;
-}
-
-function stringFlag(args: ParsedArgs, name: string): string | undefined {
-  const value = args.flags.get(name);
-  if (value === true) throw new UsageError(`${name} needs a value`);
-  return value;
-}
-
-function intFlag(args: ParsedArgs, name: string, min: number, max: number): number | undefined {
-  const value = stringFlag(args, name);
-  if (value === undefined) return undefined;
-  const n = /^\d+$/.test(value) ? Number(value) : Number.NaN;
-  if (!Number.isSafeInteger(n) || n < min || n > max) throw new UsageError(`${name} must be an integer ${min}..${max}`);
-  return n;
 }
 
 // ----- the Bridge calls -----

@@ -1,12 +1,17 @@
 /**
- * Finding, parsing and validating the config file (config.md), then the cross-checks that no
- * schema can express. Every failure is a `ConfigError` whose message names the key, never a
- * path value.
+ * Finding, parsing and validating the config file (docs/configuration.md), then the cross-checks
+ * that no schema can express. Every failure is a `ConfigError` whose message names the key and what
+ * to change: a TOML error its line and column, an unknown key the closest known one, a missing
+ * directory its value. These messages go to the operator's terminal or log at startup only, never to
+ * an MCP client, so naming the operator's own configured paths is the point.
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join } from "node:path";
 import * as v from "valibot";
+import { suggestion } from "../did-you-mean.ts";
+import { errnoReason } from "../fs/os-errors.ts";
+import { locateTomlError } from "./toml-location.ts";
 import { type AgentMode, type ConfigFile, ConfigFileSchema, type Policy, type RuntimeName } from "./schema.ts";
 
 export class ConfigError extends Error {
@@ -54,14 +59,18 @@ export interface LoadOptions {
   cwd?: string;
 }
 
+/** The per-user config file: `$XDG_CONFIG_HOME/serverfs/serverfs.toml`, else under `~/.config`. */
+export function userConfigPath(env: Record<string, string | undefined> = process.env): string {
+  return join(env["XDG_CONFIG_HOME"] || join(homedir(), ".config"), "serverfs", "serverfs.toml");
+}
+
 export function findConfigFile(opts: LoadOptions): string {
   const env = opts.env ?? process.env;
   if (opts.configPath) return opts.configPath;
   if (env["SERVERFS_CONFIG"]) return env["SERVERFS_CONFIG"];
   const local = join(opts.cwd ?? process.cwd(), "serverfs.toml");
   if (existsSync(local)) return local;
-  const xdg = env["XDG_CONFIG_HOME"] || join(homedir(), ".config");
-  const user = join(xdg, "serverfs", "serverfs.toml");
+  const user = userConfigPath(env);
   if (existsSync(user)) return user;
   throw new ConfigError(
     "no config file found (use --config, SERVERFS_CONFIG, ./serverfs.toml or ~/.config/serverfs/serverfs.toml)",
@@ -73,14 +82,16 @@ export function loadConfig(opts: LoadOptions): Config {
   let text: string;
   try {
     text = readFileSync(source, "utf8");
-  } catch {
-    throw new ConfigError("the config file cannot be read");
+  } catch (e) {
+    throw new ConfigError(`the config file ${source} cannot be read (${errnoReason(e)})`);
   }
   let raw: unknown;
   try {
     raw = Bun.TOML.parse(text);
-  } catch {
-    throw new ConfigError("the config file is not valid TOML");
+  } catch (e) {
+    const what = (e instanceof Error ? e.message : String(e)).replace(/^TOML Parse error: /, "");
+    const at = locateTomlError(text, e);
+    throw new ConfigError(`the config file ${source} is not valid TOML${at ? ` (line ${at.line}, column ${at.column})` : ""}: ${what}`);
   }
   return buildConfig(raw, source, opts);
 }
@@ -95,9 +106,26 @@ function keyPath(issue: v.BaseIssue<unknown>): string {
   return out || "(top level)";
 }
 
+/** The keys a table of the schema takes, found by walking the issue's path (for "did you mean"). */
+function knownKeys(issue: v.BaseIssue<unknown>): string[] {
+  type Node = { type: string; entries?: Record<string, Node>; wrapped?: Node; item?: Node };
+  let node = ConfigFileSchema as unknown as Node;
+  for (const item of (issue.path ?? []).slice(0, -1)) {
+    while (node.wrapped) node = node.wrapped;
+    const next = typeof item.key === "number" ? node.item : node.entries?.[String(item.key)];
+    if (!next) return [];
+    node = next;
+  }
+  while (node.wrapped) node = node.wrapped;
+  return Object.keys(node.entries ?? {});
+}
+
 function describeIssue(issue: v.BaseIssue<unknown>): string {
   const key = keyPath(issue);
-  if (issue.expected === "never") return `${key}: unknown key`;
+  if (issue.expected === "never") {
+    const name = String(issue.path?.at(-1)?.key ?? "");
+    return `${key}: unknown key${suggestion(name, knownKeys(issue))}`;
+  }
   if (issue.type === "strict_object" && issue.input === undefined) return `${key}: required key is missing`;
   const expected = issue.expected ? ` (expected ${issue.expected})` : "";
   return `${key}: invalid value${expected}`;
@@ -153,10 +181,11 @@ function resolveWorkdir(file: ConfigFile, w: ConfigFile["workdirs"][number], i: 
     let isDir = false;
     try {
       isDir = statSync(root).isDirectory();
-    } catch {
-      throw new ConfigError(`${key}.${which}: does not exist`);
+    } catch (e) {
+      const reason = (e as NodeJS.ErrnoException).code === "ENOENT" ? "does not exist" : `cannot be read (${errnoReason(e)})`;
+      throw new ConfigError(`${key}.${which}: ${root} ${reason}`);
     }
-    if (!isDir) throw new ConfigError(`${key}.${which}: is not a directory`);
+    if (!isDir) throw new ConfigError(`${key}.${which}: ${root} is not a directory`);
   }
   if (w.agent_runtimes !== undefined && w.agent_runtimes.length > 0 && policy.agent_mode === "disabled") {
     throw new ConfigError(`${key}.agent_runtimes: set on a workdir whose agent_mode is disabled`);
@@ -182,14 +211,16 @@ const MODE_RANK: Record<AgentMode, number> = { disabled: 0, review: 1, "workspac
 export const modeRank = (mode: AgentMode | "review" | "workspace-write") => MODE_RANK[mode];
 
 function crossCheck(file: ConfigFile, workdirs: Workdir[]): void {
-  const slots = new Set<number>();
-  const aliases = new Set<string>();
+  const slots = new Map<number, number>();
+  const aliases = new Map<string, number>();
   workdirs.forEach((w, i) => {
     const key = `workdirs[${i}]`;
-    if (slots.has(w.slot)) throw new ConfigError(`${key}.slot: duplicate slot`);
-    if (aliases.has(w.alias)) throw new ConfigError(`${key}.alias: duplicate alias`);
-    slots.add(w.slot);
-    aliases.add(w.alias);
+    const slotOwner = slots.get(w.slot);
+    if (slotOwner !== undefined) throw new ConfigError(`${key}.slot: duplicate slot ${w.slot} (workdirs[${slotOwner}] has it too)`);
+    const aliasOwner = aliases.get(w.alias);
+    if (aliasOwner !== undefined) throw new ConfigError(`${key}.alias: duplicate alias "${w.alias}" (workdirs[${aliasOwner}] has it too)`);
+    slots.set(w.slot, i);
+    aliases.set(w.alias, i);
     const p = w.policy;
     if (p.agent_mode === "disabled") return;
     if (p.agent_runtimes.length === 0) throw new ConfigError(`${key}.agent_runtimes: an agent mode needs runtimes`);

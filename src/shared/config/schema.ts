@@ -76,6 +76,7 @@ const LIMIT_DEFAULTS = {
   search_timeout_seconds: 15,
   search_max_file_bytes: 52428800,
   max_edits_per_call: 50,
+  mutation_lock_wait_ms: 2000,
 };
 
 const LimitsSchema = v.strictObject(
@@ -93,6 +94,8 @@ const HttpSchema = v.strictObject({
 const ServerSchema = v.strictObject({
   log_level: v.optional(v.picklist(["debug", "info", "warn", "error"]), "info"),
   http: v.optional(HttpSchema, {}),
+  http_max_sessions: v.optional(positive(), 256),
+  http_session_idle_seconds: v.optional(positive(), 900),
 });
 
 const LifecycleSchema = v.strictObject({

@@ -94,14 +94,22 @@ export function openDirPath(realRoot: string, segments: readonly string[], ctx: 
   }
 }
 
-/** Runs `fn` with the handle of the directory `segments` names, closing it afterwards. */
+/**
+ * Runs `fn` with the handle of the directory `segments` names, closing it afterwards: once `fn`
+ * returns, or once the promise it returns settles.
+ */
 export function withDir<T>(realRoot: string, segments: readonly string[], ctx: WalkContext, fn: (dirFd: number) => T): T {
   const fd = openDirPath(realRoot, segments, ctx);
+  let result: T;
   try {
-    return fn(fd);
-  } finally {
+    result = fn(fd);
+  } catch (e) {
     closeQuietly(fd);
+    throw e;
   }
+  if (result instanceof Promise) return result.finally(() => closeQuietly(fd)) as T;
+  closeQuietly(fd);
+  return result;
 }
 
 /** Runs `fn` with the parent directory's handle and the final name (segments must be non-empty). */

@@ -60,3 +60,24 @@ export function osError(e: unknown, side: Side, where: string, override?: Partia
 export function phrase(code: ErrorCode): string {
   return PHRASES[code] ?? "failed";
 }
+
+const REASONS: Record<string, string> = {
+  ENOENT: "no such file or directory",
+  EACCES: "permission denied",
+  EPERM: "operation not permitted",
+  EISDIR: "it is a directory",
+  ENOTDIR: "a parent is not a directory",
+  EROFS: "read-only file system",
+  ENOSPC: "no space left on the device",
+  ELOOP: "too many symbolic links",
+  EIO: "input/output error",
+};
+
+/**
+ * A short reason for an operator's message (config file, state directory), never for an MCP client:
+ * the errno's meaning in words, without the raw message (which embeds the path and the syscall).
+ */
+export function errnoReason(e: unknown): string {
+  const code = osCode(e);
+  return code === undefined ? "unknown error" : (REASONS[code] ?? code);
+}

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { ServerFsError } from "../errors.ts";
 import { tryLockExclusive, unlock } from "../ffi/libc.ts";
 import { O_CLOEXEC } from "../fs/dir-handle.ts";
+import { errnoReason } from "../fs/os-errors.ts";
 
 export const SLOTS = Array.from({ length: 16 }, (_, i) => i + 1);
 export const slotName = (slot: number) => String(slot).padStart(2, "0");
@@ -16,23 +17,31 @@ export const lockPath = (lockDir: string, slot: number) => join(lockDir, `${slot
 const unsafe = (phrase: string) => new ServerFsError("LOCK_PATH_UNSAFE", phrase);
 const uid = () => process.getuid?.() ?? 0;
 
-/** Creates `dir` (and parents) with `mode`, then insists it is a real directory of ours. */
+/**
+ * Creates `dir` (and parents) with `mode`, then insists it is a real directory of ours. Each failure
+ * says why in words and what would fix it (the caller adds which directory): never a raw OS message.
+ */
 export function ensurePrivateDir(dir: string, mode: number, gid: number | null, fail: (phrase: string) => ServerFsError): void {
+  const octal = `0${mode.toString(8)}`;
   try {
     mkdirSync(dir, { recursive: true, mode });
-  } catch {
-    throw fail("the directory cannot be created");
+  } catch (e) {
+    throw fail(`the directory cannot be created (${errnoReason(e)}); create it, or choose a writable place`);
   }
   const st = lstatSync(dir);
-  if (!st.isDirectory() || st.isSymbolicLink()) throw fail("the directory is not a real directory");
-  if (st.uid !== uid()) throw fail("the directory is owned by another user");
-  const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW | O_CLOEXEC);
+  if (!st.isDirectory() || st.isSymbolicLink()) throw fail("the directory is not a real directory (a symbolic link or a file); point the setting at a real directory");
+  if (st.uid !== uid()) throw fail(`the directory is owned by uid ${st.uid}, not by this user (uid ${uid()}); chown it or choose another directory`);
   try {
-    fchmodSync(fd, mode);
-  } finally {
-    closeSync(fd);
+    const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW | O_CLOEXEC);
+    try {
+      fchmodSync(fd, mode);
+    } finally {
+      closeSync(fd);
+    }
+    if (gid !== null) chownSync(dir, uid(), gid);
+  } catch (e) {
+    throw fail(`the directory cannot be made private (mode ${octal}${gid !== null ? `, group ${gid}` : ""}): ${errnoReason(e)}; it must be on a writable file system you own`);
   }
-  if (gid !== null) chownSync(dir, uid(), gid);
 }
 
 /** Prepares `lock_dir`, `active/` and the sixteen lock files (bridge.md §11.1, §11.2). */

@@ -34,11 +34,14 @@
  * - `getRequest(id)`, `resolveRequest(taskId, requestId, resolution)`, `staleRequest(taskId, requestId,
  *   "withdrawn" | "expired")` → change or null when the CAS lost; `listExpiredPending(nowIso)`.
  *
+ * Backup: `backupTo(file)` → `{bytes, tasks, events}`, an online `VACUUM INTO` a new 0600 file.
+ *
  * Retention (§8.3): `gcCandidates(cutoffIso, limit)` (terminal, completed_at < cutoff, oldest first),
  * `deleteTask(id)` → false for an active or unknown task (events and requests cascade);
  * `deleteTasks(ids)` → the ids deleted, one transaction for the whole batch.
  */
 import type { Database } from "bun:sqlite";
+import { type BackupReport, backupDatabase } from "./backup.ts";
 import * as events from "./events.ts";
 import { openDatabase, type OpenOptions } from "./open.ts";
 import * as requests from "./requests.ts";
@@ -99,6 +102,10 @@ export class Store {
 
   close(): void {
     this.db.close();
+  }
+
+  backupTo(target: string): BackupReport {
+    return backupDatabase(this.db, target);
   }
 
   // tasks

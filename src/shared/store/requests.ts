@@ -15,6 +15,7 @@ import { byteLength } from "../utf8.ts";
 import { type AppendResult, insertEvents } from "./events.ts";
 import { type EventInput, REQUEST_COLUMNS, type RequestKind, type RequestRow, type TaskRow } from "./rows.ts";
 import { getTask } from "./tasks.ts";
+import { requestEventFields } from "../request-summary.ts";
 
 export interface OpenRequestInput {
   requestId: string;
@@ -81,7 +82,8 @@ export function openRequest(db: Database, input: OpenRequestInput): RequestChang
         [
           {
             type: input.kind === "approval" ? "approval.requested" : "question.requested",
-            payload: { request_id: input.requestId, expires_at: input.expiresAt },
+            // what is asked, in short, so an event reader need not fetch the request (docs/agent-requests.md)
+            payload: { request_id: input.requestId, expires_at: input.expiresAt, ...requestEventFields(input.kind, input.payload) },
             at,
           },
         ],

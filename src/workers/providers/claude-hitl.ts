@@ -9,7 +9,14 @@
  */
 import { isAbsolute, relative } from "node:path";
 import type { PermissionDeny, PermissionResponse, ToolRequest } from "./claude-wire.ts";
-import type { ApprovalPayload, ApprovalResolution, QuestionPayload, QuestionResolution } from "./types.ts";
+import type {
+  ApprovalPayload,
+  ApprovalResolution,
+  ProposedChange,
+  ProposedFileChange,
+  QuestionPayload,
+  QuestionResolution,
+} from "./types.ts";
 
 export const DENIED: PermissionDeny = { behavior: "deny", message: "Denied by the remote user" };
 
@@ -46,6 +53,29 @@ export function editedPaths(input: Record<string, unknown>): string[] {
   return path === undefined ? [] : [path];
 }
 
+type Edit = NonNullable<ProposedChange["edits"]>[number];
+
+function edit(raw: unknown): Edit | null {
+  if (typeof raw !== "object" || raw === null) return null;
+  const r = raw as Record<string, unknown>;
+  if (typeof r["old_string"] !== "string" || typeof r["new_string"] !== "string") return null;
+  return { old_string: r["old_string"], new_string: r["new_string"], replace_all: r["replace_all"] === true };
+}
+
+/** What an edit tool proposes: Write the whole content, Edit / MultiEdit replacements, NotebookEdit only its path. */
+function proposedChanges(tool: string, input: Record<string, unknown>): ProposedFileChange[] {
+  const [path] = editedPaths(input);
+  if (path === undefined) return [];
+  const content = stringField(input, "content");
+  if (tool === "Write" && content !== undefined) return [{ path, change: { write: content } }];
+  const raw = tool === "MultiEdit" && Array.isArray(input["edits"]) ? (input["edits"] as unknown[]) : [input];
+  const edits = raw.map(edit);
+  if (tool !== "NotebookEdit" && edits.length > 0 && edits.every((e) => e !== null)) {
+    return [{ path, kind: "update", change: { edits: edits as Edit[] } }];
+  }
+  return [{ path, kind: "update" }];
+}
+
 /** The CLI's suggestions that stay within this session: the only ones `approve_session` may grant. */
 const sessionSuggestions = (request: ToolRequest): unknown[] =>
   request.permission_suggestions.filter((s) => s.destination === "session");
@@ -67,8 +97,9 @@ export function approvalFor(request: ToolRequest, cwd: string): ApprovalPayload 
   if (request.blocked_path !== undefined) {
     payload.blocked_path = isAbsolute(request.blocked_path) ? relative(cwd, request.blocked_path) || "." : request.blocked_path;
   }
-  // an edit's input carries the file contents: only its paths go to the human
-  if (category === "file_change") payload.file_changes = editedPaths(request.input).map((path) => ({ path }));
+  if (category === "command" && command !== undefined) payload.command = command;
+  // an edit's input carries file contents: they reach the human only as the Bridge's bounded diff
+  if (category === "file_change") payload.file_changes = proposedChanges(request.tool_name, request.input);
   else if (category !== "command") payload.tool_input = request.input;
   return payload;
 }

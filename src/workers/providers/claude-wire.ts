@@ -5,7 +5,7 @@
  *
  * Offers: `ClaudeLineSchema` / `ClaudeLine` (system, assistant, user, result, control_request,
  * control_cancel_request, and the known informational types), the content-block guards
- * `isTextBlock`, `asToolUse` (which fills a missing input), `isToolResult`, `ToolRequest` (a
+ * `isTextBlock`, `asToolUse` (which fills a missing input), `isToolResult`, `toolResultText`, `ToolRequest` (a
  * `can_use_tool` request) with `isToolRequest`, `PermissionResponse`, and the builders `userLine`, `controlResponse`, `controlError`,
  * `interruptLine`.
  */
@@ -22,7 +22,18 @@ const ToolResultBlock = v.looseObject({
   type: v.literal("tool_result"),
   tool_use_id: v.string(),
   is_error: v.optional(v.nullable(v.boolean()), false),
+  content: v.optional(v.unknown()),
 });
+
+/** The text of a tool result's content (a string, or text blocks). */
+export function toolResultText(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content
+    .filter((b): b is { text: string } => isTextBlock(b))
+    .map((b) => b.text)
+    .join("\n");
+}
 
 /** Content blocks are checked one by one: a block type the adapter does not know is skipped. */
 const blocks = v.array(v.unknown());

@@ -15,6 +15,7 @@
 import { expandHome } from "../../shared/config/load.ts";
 import type { ConfigFile } from "../../shared/config/schema.ts";
 import { ServerFsError } from "../../shared/errors.ts";
+import { cutUtf8 } from "../../shared/utf8.ts";
 import {
   approvalAnswer,
   approvalFor,
@@ -38,6 +39,7 @@ import {
   isToolResult,
   type PermissionResponse,
   type ToolRequest,
+  toolResultText,
   userLine,
 } from "./claude-wire.ts";
 import { parseLine } from "./fake-wire.ts";
@@ -50,6 +52,15 @@ export type ClaudeSettings = Pick<ConfigFile["runtimes"]["claude"], "bin" | "con
 
 
 const ARGS = ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--permission-prompt-tool", "stdio"];
+
+/** A failed tool's own reason (e.g. Claude's "Blocked: …"), bounded; the event is redacted downstream. */
+const TOOL_ERROR_BYTES = 4096;
+
+function toolCompleted(tool: string, isError: boolean, content: unknown): Record<string, unknown> {
+  if (!isError) return { tool, is_error: false };
+  const cut = cutUtf8(toolResultText(content), TOOL_ERROR_BYTES);
+  return cut.truncated ? { tool, is_error: true, error: cut.text, truncated: true } : { tool, is_error: true, error: cut.text };
+}
 
 /** One run of `claude -p`: the state between the CLI process and the caller. */
 class ClaudeRun {
@@ -132,7 +143,7 @@ class ClaudeRun {
           const tool = this.tools.get(block.tool_use_id);
           if (tool === undefined) continue;
           this.tools.delete(block.tool_use_id);
-          this.ctx.emit("tool.completed", { tool, is_error: block.is_error === true });
+          this.ctx.emit("tool.completed", toolCompleted(tool, block.is_error === true, block.content));
         }
         return;
       case "result":

@@ -4,18 +4,29 @@
  *
  * Offers:
  * - `itemPayload(item)`: `type`, plus `text`/`phase` for `agentMessage`, `command`, `cwd`, `status`,
- *   `exitCode` for `commandExecution`, `status` and `changes[].path` for `fileChange`; long free text
+ *   `exitCode` and the last 4 KiB of `output` for `commandExecution`, `status` and `changes[].path` for `fileChange`; long free text
  *   cut to 32 KiB with `truncated: true`. Other items (the user's own message among them) carry only
  *   their type, so a prompt never reaches an event.
  * - `AgentMessages`: collects completed `agentMessage` items; `finalText()` = the last with phase
  *   `final_answer`, else the last, else "".
- * - `filePaths(item)`, type `CodexItem`.
+ * - `filePaths(item)`; `proposedChanges(item)` (what a file-change approval shows); type `CodexItem`.
  */
 import * as v from "valibot";
+import { tailUtf8 } from "../../shared/utf8.ts";
 import { cutEventText } from "./adapter-kit.ts";
+import type { ProposedFileChange } from "./types.ts";
 
 
-const ChangesSchema = v.array(v.looseObject({ path: v.string() }));
+const ChangesSchema = v.array(
+  v.looseObject({
+    path: v.string(),
+    kind: v.optional(v.nullable(v.looseObject({ type: v.string(), move_path: v.optional(v.nullable(v.string())) }))),
+    diff: v.optional(v.nullable(v.string())),
+  }),
+);
+
+/** A command's output in its `item.completed` event: the last 4 KiB. */
+export const COMMAND_OUTPUT_BYTES = 4096;
 
 export const CodexItemSchema = v.looseObject({
   type: v.string(),
@@ -26,12 +37,29 @@ export const CodexItemSchema = v.looseObject({
   cwd: v.optional(v.nullable(v.string())),
   status: v.optional(v.nullable(v.string())),
   exitCode: v.optional(v.nullable(v.number())),
+  aggregatedOutput: v.optional(v.nullable(v.string())),
   changes: v.optional(v.nullable(ChangesSchema)),
 });
 export type CodexItem = v.InferOutput<typeof CodexItemSchema>;
 
 export function filePaths(item: CodexItem): { path: string }[] {
   return (item.changes ?? []).map((c) => ({ path: c.path }));
+}
+
+/**
+ * A fileChange item's changes as the approval proposes them: Codex's kind, and its `diff`, which is
+ * the added content for an add, the removed content for a delete and unified hunks for an update.
+ */
+export function proposedChanges(item: CodexItem): ProposedFileChange[] {
+  return (item.changes ?? []).map((c): ProposedFileChange => {
+    const diff = c.diff ?? undefined;
+    const type = c.kind?.type;
+    const movedTo = c.kind?.move_path ?? undefined;
+    if (type === "add") return { path: c.path, kind: "add", ...(diff === undefined ? {} : { change: { after: diff } }) };
+    if (type === "delete") return { path: c.path, kind: "delete", ...(diff === undefined ? {} : { change: { before: diff } }) };
+    const kind = movedTo === undefined ? "update" : "rename";
+    return { path: c.path, kind, ...(movedTo === undefined ? {} : { new_path: movedTo }), ...(diff === undefined ? {} : { change: { hunks: diff } }) };
+  });
 }
 
 export function itemPayload(item: CodexItem): Record<string, unknown> {
@@ -53,6 +81,12 @@ export function itemPayload(item: CodexItem): Record<string, unknown> {
       if (item.cwd) payload["cwd"] = item.cwd;
       if (item.status) payload["status"] = item.status;
       if (item.exitCode !== undefined && item.exitCode !== null) payload["exitCode"] = item.exitCode;
+      if (typeof item.aggregatedOutput === "string" && item.aggregatedOutput !== "") {
+        // the end of an output is what tells how a command went
+        const tail = tailUtf8(item.aggregatedOutput, COMMAND_OUTPUT_BYTES);
+        payload["output"] = tail.text;
+        truncated ||= tail.truncated;
+      }
       break;
     case "fileChange":
       if (item.status) payload["status"] = item.status;

@@ -3,8 +3,8 @@
  * step 6): the approval or question payload a request becomes, and the reply each resolution gives.
  *
  * Offers `planServerRequest(method, params, knownChanges)` → `ServerRequestPlan`:
- * - `item/commandExecution/requestApproval` → a `command` approval; `availableDecisions` mapped
- *   (default approve_once, deny, cancel_task);
+ * - `item/commandExecution/requestApproval` → a `command` approval; `availableDecisions` mapped,
+ *   always with `deny` (default approve_once, deny, cancel_task);
  * - `item/fileChange/requestApproval` → a `file_change` approval with the paths of the item's changes;
  * - `item/permissions/requestApproval` → a `provider_permission` approval with one requested permission
  *   per profile part (`network`, `file_system`), answered with exactly the granted subset;
@@ -13,7 +13,7 @@
  * An approval whose human never answers gets `onNoAnswer` (a decline: the run goes on).
  */
 import * as v from "valibot";
-import type { ApprovalPayload, ApprovalResolution, Decision, QuestionPayload, QuestionResolution } from "./types.ts";
+import type { ApprovalPayload, ApprovalResolution, Decision, ProposedFileChange, QuestionPayload, QuestionResolution } from "./types.ts";
 import { METHOD_NOT_FOUND } from "./codex-rpc.ts";
 
 type Reply = Record<string, unknown>;
@@ -31,6 +31,7 @@ const TO_CODEX: Record<Decision, string> = {
 };
 const FROM_CODEX = new Map(Object.entries(TO_CODEX).map(([ours, theirs]) => [theirs, ours as Decision]));
 const DEFAULT_DECISIONS: Decision[] = ["approve_once", "deny", "cancel_task"];
+const ORDER: Decision[] = ["approve_once", "approve_session", "deny", "cancel_task"];
 
 const text = v.optional(v.nullable(v.string()));
 
@@ -39,6 +40,7 @@ const CommandParams = v.looseObject({
   command: text,
   cwd: text,
   reason: text,
+  commandActions: v.optional(v.nullable(v.array(v.looseObject({ command: v.optional(v.nullable(v.string())) })))),
   // structured entries (policy amendments) have no ServerFS decision and are left out
   availableDecisions: v.optional(v.nullable(v.array(v.unknown()))),
 });
@@ -69,18 +71,33 @@ const UserInputParams = v.looseObject({
 const decisionReply = (r: ApprovalResolution): Reply => ({ decision: TO_CODEX[r.decision] });
 const DECLINE: Reply = { decision: "decline" };
 
+/**
+ * Codex's `availableDecisions` in our terms, always with `deny`: Codex 0.171.0 lists only accept and
+ * cancel for many commands, yet accepts `decline` for every one (the item ends `declined` and the turn
+ * goes on), and refusing a command must never require killing the task (docs/agent-requests.md).
+ */
 function mapDecisions(offered: unknown[] | null | undefined): Decision[] {
   if (!offered) return DEFAULT_DECISIONS;
-  const mapped = offered.flatMap((d) => {
+  const mapped = new Set<Decision>(["deny"]);
+  for (const d of offered) {
     const ours = typeof d === "string" ? FROM_CODEX.get(d) : undefined;
-    return ours ? [ours] : [];
-  });
-  return mapped.length > 0 ? mapped : DEFAULT_DECISIONS;
+    if (ours) mapped.add(ours);
+  }
+  return mapped.size > 1 ? ORDER.filter((d) => mapped.has(d)) : DEFAULT_DECISIONS;
 }
 
 /** Optional strings of a payload, present only when the provider gave them. */
 function strings(fields: Record<string, string | null | undefined>): Record<string, string> {
   return Object.fromEntries(Object.entries(fields).filter((e): e is [string, string] => typeof e[1] === "string" && e[1] !== ""));
+}
+
+/**
+ * The command as the model asked for it: Codex shows it wrapped (`/bin/bash -lc '<cmd>'`) and parses
+ * it into `commandActions`; a single action's own text is the model's command, else the full line.
+ */
+function modelCommand(command: string | null | undefined, actions: { command?: string | null }[] | null | undefined): string | null | undefined {
+  const only = actions?.length === 1 ? actions[0]!.command : undefined;
+  return typeof only === "string" && only !== "" ? only : command;
 }
 
 const refuse = (code: number, message: string): ServerRequestPlan => ({ kind: "refuse", code, message });
@@ -92,20 +109,20 @@ const PERMISSION_KEYS = { network: "network", file_system: "fileSystem" } as con
 export function planServerRequest(
   method: string,
   params: Record<string, unknown>,
-  knownChanges: (itemId: string) => { path: string }[],
+  knownChanges: (itemId: string) => ProposedFileChange[],
 ): ServerRequestPlan {
   switch (method) {
     case "item/commandExecution/requestApproval": {
       const p = v.safeParse(CommandParams, params);
       if (!p.success) return refuse(INVALID_PARAMS, "invalid approval request");
-      const { command, cwd, reason, availableDecisions } = p.output;
+      const { command, cwd, reason, availableDecisions, commandActions } = p.output;
       return {
         kind: "approval",
         payload: {
           category: "command",
           title: "Run a command",
           available_decisions: mapDecisions(availableDecisions),
-          ...strings({ command_display: command, reason, relative_cwd: cwd }),
+          ...strings({ command: modelCommand(command, commandActions), command_display: command, reason, relative_cwd: cwd }),
         },
         answer: decisionReply,
         onNoAnswer: DECLINE,

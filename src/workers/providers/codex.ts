@@ -6,7 +6,8 @@
  * `bin` (PATH lookup when not absolute, `~` expanded), `codex_home` (→ CODEX_HOME), and
  * `request_timeout_seconds` (bounds the probe and every request ServerFS sends), `approval_policy` /
  * `sandbox` (passed on thread/start and thread/resume only when set; a review task always runs with
- * sandbox "read-only"). Type `CodexSettings`.
+ * approval policy "never" and sandbox "read-only", and any approval it still asks is declined on its
+ * own with an `approval.auto_declined` event). Type `CodexSettings`.
  *
  * Run order: spawn (its own group) → `recordNative({pgid, startTime})` awaited → initialize +
  * initialized (else AGENT_RUNTIME_NOT_READY) → thread/start or thread/resume (the thread id is the
@@ -19,16 +20,26 @@ import type { ConfigFile } from "../../shared/config/schema.ts";
 import { ServerFsError } from "../../shared/errors.ts";
 import { VERSION } from "../../shared/version.ts";
 import * as v from "valibot";
+import { autoDeclinedEvent } from "../auto-decline.ts";
 import { probeVersion } from "./version-probe.ts";
-import { AgentMessages, type CodexItem, CodexItemSchema, filePaths, itemPayload } from "./codex-items.ts";
+import { AgentMessages, type CodexItem, CodexItemSchema, itemPayload, proposedChanges } from "./codex-items.ts";
 import { planServerRequest } from "./codex-requests.ts";
 import { CodexRpc, type Incoming, parseIncoming, type RequestId, RpcFailure } from "./codex-rpc.ts";
 import { reconcileFromEvidence } from "./reconcile.ts";
 import type { ProviderProcess } from "./spawn.ts";
-import type { Outcome, RunContext, RuntimeAdapter } from "./types.ts";
+import type { Outcome, ProposedFileChange, RunContext, RuntimeAdapter } from "./types.ts";
 import { cutEventText, failed, failedFrom, notActive, runtimeInfo, startRun } from "./adapter-kit.ts";
 
 export type CodexSettings = ConfigFile["runtimes"]["codex"];
+
+/**
+ * Codex features enabled on every thread (`config` of thread/start and thread/resume): without them
+ * the model is told `request_user_input` exists only in Plan mode and gets no `request_permissions`.
+ */
+const THREAD_FEATURES = {
+  "features.default_mode_request_user_input": true,
+  "features.request_permissions_tool": true,
+} as const;
 
 /** A human's answer that never comes back to codex is refused with this JSON-RPC code. */
 const NO_ANSWER = -32000;
@@ -78,7 +89,9 @@ class CodexRun {
   private running = false;
   private cancelRequested = false;
   private readonly messages = new AgentMessages();
-  private readonly changes = new Map<string, { path: string }[]>();
+  private readonly changes = new Map<string, ProposedFileChange[]>();
+  /** Command items in progress: while any runs, silence is the command's, not a lost provider. */
+  private readonly runningCommands = new Set<string>();
   /** Server requests waiting on a human, by their id's JSON (ids are numbers or strings). */
   private readonly withHuman = new Set<string>();
   private openTurnGate!: () => void;
@@ -151,9 +164,15 @@ class CodexRun {
   }
 
   private async openThread(): Promise<string> {
-    const overrides: Record<string, string> = {};
-    if (this.settings.approval_policy) overrides["approvalPolicy"] = this.settings.approval_policy;
-    const sandbox = this.ctx.profile === "review" ? "read-only" : this.settings.sandbox;
+    // per-thread config overrides, never a config file of ours: the features behind the capabilities
+    // runtime.list reports (a question to a human, a permission request), off in Codex's default mode
+    const overrides: Record<string, unknown> = { config: { ...THREAD_FEATURES } };
+    // A review runs without the writer lease, so nothing may let it write: with `never` Codex cannot
+    // escalate out of the read-only sandbox, whatever [runtimes.codex] says (docs/agent-requests.md).
+    const review = this.ctx.profile === "review";
+    const policy = review ? "never" : this.settings.approval_policy;
+    if (policy) overrides["approvalPolicy"] = policy;
+    const sandbox = review ? "read-only" : this.settings.sandbox;
     if (sandbox) overrides["sandbox"] = sandbox;
     const resumeId = this.ctx.continueNativeSessionId;
     if (resumeId === null) {
@@ -215,7 +234,8 @@ class CodexRun {
         const p = v.safeParse(ItemNotification, params);
         if (!p.success) return;
         const item: CodexItem = p.output.item;
-        if (item.type === "fileChange" && item.id !== undefined) this.changes.set(item.id, filePaths(item));
+        if (item.type === "fileChange" && item.id !== undefined) this.changes.set(item.id, proposedChanges(item));
+        if (item.type === "commandExecution" && item.id !== undefined) this.commandRunning(item.id, method === "item/started");
         if (method === "item/completed") this.messages.add(item);
         this.ctx.emit(method === "item/started" ? "item.started" : "item.completed", itemPayload(item));
         return;
@@ -242,6 +262,16 @@ class CodexRun {
     }
   }
 
+  /** Pauses the idle timer while the first command runs, resumes it when the last one ends. */
+  private commandRunning(itemId: string, running: boolean): void {
+    const before = this.runningCommands.size;
+    if (running) this.runningCommands.add(itemId);
+    else this.runningCommands.delete(itemId);
+    const after = this.runningCommands.size;
+    if (before === 0 && after > 0) this.ctx.busy(true);
+    else if (before > 0 && after === 0) this.ctx.busy(false);
+  }
+
   private onTurnCompleted(params: Record<string, unknown>): void {
     const p = v.safeParse(TurnCompleted, params);
     if (!p.success || (this.turnId !== null && p.output.turn.id !== this.turnId)) return;
@@ -259,6 +289,12 @@ class CodexRun {
     if (!this.ours(params)) return this.rpc.replyError(id, NO_ANSWER, "not a request of this client's turn");
     const plan = planServerRequest(method, params, (itemId) => this.changes.get(itemId) ?? []);
     if (plan.kind === "refuse") return this.rpc.replyError(id, plan.code, plan.message);
+    if (plan.kind === "approval" && this.ctx.profile === "review") {
+      // approval policy `never` should keep these from coming at all; if one does, no human may allow a
+      // review task to write: the Bridge declines it on its own and says so
+      this.ctx.emit("approval.auto_declined", autoDeclinedEvent({ ...plan.payload }, "review_task"));
+      return this.rpc.reply(id, plan.onNoAnswer);
+    }
     const key = JSON.stringify(id);
     this.withHuman.add(key);
     // true once: the human's answer and the provider's withdrawal race for the request

@@ -39,7 +39,8 @@ export type ProviderEventType =
   | "command.started"
   | "file_change.started"
   | "tool.started"
-  | "tool.completed";
+  | "tool.completed"
+  | "approval.auto_declined";
 
 /** bridge.md §6.1 approval payload, as an adapter fills it. */
 export interface ApprovalPayload {
@@ -59,11 +60,42 @@ export interface ApprovalPayload {
   command_display?: string;
   tool?: string;
   blocked_path?: string;
-  file_changes?: { path: string }[];
+  /** What will be changed; the Bridge turns each into its kind and a bounded diff (`ProposedChange`). */
+  file_changes?: ProposedFileChange[];
+  /** The command as the model asked for it (a shell wrapper around it removed). */
+  command?: string;
   requested_permissions?: { permission_id: string; kind: string; details: Record<string, unknown> }[];
   network_approval_context?: Record<string, unknown>;
   additional_permissions?: Record<string, unknown>;
   tool_input?: Record<string, unknown>;
+}
+
+export type ChangeKind = "add" | "update" | "delete" | "rename";
+
+/**
+ * What a provider says a file change does, as far as it says: the Bridge makes the diff from it
+ * (src/main/bridge/service/request-payload.ts) and drops it; none of it is stored as given.
+ */
+export interface ProposedChange {
+  /** Unified hunks the provider computed (an update or rename). */
+  hunks?: string;
+  /** The content a deletion removes, as the provider read it. */
+  before?: string;
+  /** The content an added file gets. */
+  after?: string;
+  /** The whole new content of a file that may or may not exist (the Bridge reads what is there). */
+  write?: string;
+  /** In-place replacements, applied in order to what is there now. */
+  edits?: { old_string: string; new_string: string; replace_all: boolean }[];
+}
+
+export interface ProposedFileChange {
+  path: string;
+  /** Known from the provider; else the Bridge decides it from the file (add or update). */
+  kind?: ChangeKind;
+  /** A rename's target. */
+  new_path?: string;
+  change?: ProposedChange;
 }
 
 /** bridge.md §6.1 question payload. */
@@ -121,6 +153,11 @@ export interface RunContext {
   started(): void;
   /** The provider produced output; resets the idle timer (`event_idle_timeout_seconds`). */
   activity(): void;
+  /**
+   * The provider reports work in progress that may be silent (a command running): `true` pauses the
+   * idle timer, `false` (once that work is reported done) resumes it. Calls come in pairs.
+   */
+  busy(working: boolean): void;
 }
 
 /** Exactly one per run. A failure's `stderrTail` is raw provider output: redact before use. */

@@ -36,6 +36,8 @@ import type { SweepFinding } from "../../../shared/leases/reconcile-verdict.ts";
 import { auditRecovery } from "../../../shared/leases/recovery-audit.ts";
 import { type RecoveryScope, reconcileSlotLazily, settleFinding } from "../reconciliation.ts";
 import { checkAnswers, checkApproval } from "../../../shared/hitl-validation.ts";
+import { awaitEndedLeaseHolder } from "./ended-lease-holder.ts";
+import { describeRequest } from "./request-payload.ts";
 import type { RuntimeProbes } from "./runtime-probes.ts";
 import {
   authorize,
@@ -230,6 +232,11 @@ export class TaskService {
       idempotencyKey,
     });
 
+    // A lease held only by a task that already ended is waited for (bounded), outside the critical section.
+    if (profile === "workspace-write") {
+      await awaitEndedLeaseHolder(this.runs.values(), ws.slot, (id) => isTerminal(this.store.getTask(id)?.status ?? "failed"));
+    }
+
     // Step 13: the critical section. It is synchronous, so no other submission interleaves.
     // A submission that was still validating when shutdown began must not start a run now (§14 step 1).
     if (this.closing) throw new ServerFsError("BRIDGE_CLOSED", "the Bridge is shutting down");
@@ -403,7 +410,7 @@ export class TaskService {
           mark,
           roots: [ws.workdir.bridgePath, ws.realRoot],
         },
-        Comlink.proxy(this.hostFor(run)),
+        Comlink.proxy(this.hostFor(run, ws)),
       );
     } catch (e) {
       if (isStorageFault(e)) {
@@ -416,7 +423,7 @@ export class TaskService {
     await this.finallyPath(run, report);
   }
 
-  private hostFor(run: LiveRun): ProviderHost {
+  private hostFor(run: LiveRun, ws: Workspace): ProviderHost {
     return {
       recorded: async (_taskId, facts) => {
         if (!run.lease) return;
@@ -434,7 +441,7 @@ export class TaskService {
         );
       },
       eventsCommitted: () => this.waiters.notify(run.taskId),
-      interact: (_taskId, kind, payload) => this.openInteraction(run, kind, payload),
+      interact: (_taskId, kind, payload) => this.openInteraction(run, kind, describeRequest(kind, payload, ws)),
       withdrawn: () => {
         const pending = run.interaction;
         if (!pending) return;

@@ -4,26 +4,42 @@
  * a create (which never overwrites anything, of any type) or by a rename over the target for a
  * replace (which carries the target's mode, owner and extended attributes). Either way the target
  * is only ever in its old or its new state, and the temp name is removed on every failure.
+ *
+ * The temp file is owner-only and locked from its creation (temp-files.ts); its final mode is set
+ * only at the publish, under the workdir's cross-process lock together with the last revision check
+ * (workdir-lock.ts), so content is never readable by others in flight and a writer that dies while
+ * waiting leaves a file the next directory operation can prove stale and remove.
  */
-import { type BigIntStats, closeSync, constants, fchmodSync, fchownSync, fsyncSync, linkSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
+import { type BigIntStats, fchmodSync, fchownSync, fsyncSync, linkSync, renameSync, writeSync } from "node:fs";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { copyXattrs } from "../../../shared/ffi/xattr.ts";
-import { at, closeQuietly, lstatAt, O_CLOEXEC } from "../../../shared/fs/dir-handle.ts";
+import { at, lstatAt } from "../../../shared/fs/dir-handle.ts";
 import { osCode, osError } from "../../../shared/fs/os-errors.ts";
-import { random16Hex } from "../../../shared/ids.ts";
 import type { OpenFile } from "./existing-file.ts";
 import { requireRevisionByName } from "./expected-revision.ts";
+import { createLockedTemp, dropTemp, removeStaleTemps, unlinkTempName } from "./temp-files.ts";
 
-/** Created exclusively, never through a link; the kernel applies the umask to 0666. */
-const TEMP_FLAGS = constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY | constants.O_NOFOLLOW | O_CLOEXEC;
+/** A new file's permission bits: 0666 less the process umask (mcp-surface.md §6.2). */
 const NEW_FILE_MODE = 0o666;
 const PERMISSION_BITS = 0o7777n;
-
-export const TEMP_PREFIX = ".serverfs-tmp-";
 
 export interface PublishScope {
   where: string;
   syncDirectory(dirFd: number): void;
+  /** Runs `fn` (synchronous) holding the workdir's cross-process mutation lock. */
+  exclusive<R>(fn: () => R): Promise<R>;
+}
+
+/** How the temp file becomes the target: metadata around the content, then the commit itself. */
+interface TempSteps<T> {
+  /** Before any byte is written (ownership, so no other owner ever sees the content). */
+  beforeContent(tmpFd: number): void;
+  /** After the content (extended attributes: a write would drop `security.capability`). */
+  afterContent(tmpFd: number): void;
+  /** Under the lock: the final mode (after every write, which clears set-id bits). */
+  finalMode(tmpFd: number): void;
+  /** Under the lock: the last checks and the link or rename. */
+  commit(tmp: string): T;
 }
 
 function writeAll(fd: number, bytes: Uint8Array): void {
@@ -42,39 +58,36 @@ const exists = (dirFd: number, name: string): boolean => {
 };
 
 /**
- * Writes `bytes` to a fresh temp file in `dirFd`, lets `prepare` adjust it through its handle,
- * fsyncs it, then hands its name to `publish`. The temp name is gone when this returns or throws.
+ * Writes `bytes` to a fresh locked temp file in `dirFd`, fsyncs it, then takes the workdir lock for
+ * the final mode and the commit. The temp name is gone and its lock released when this settles.
  */
-function throughTemp<T>(dirFd: number, bytes: Uint8Array, where: string, prepare: (tmpFd: number) => void, publish: (tmp: string) => T): T {
-  const tmp = `${TEMP_PREFIX}${random16Hex()}`;
-  let fd: number;
-  try {
-    fd = openSync(at(dirFd, tmp), TEMP_FLAGS, NEW_FILE_MODE);
-  } catch (e) {
-    throw osError(e, "mutation", where);
-  }
+async function throughTemp<T>(dirFd: number, bytes: Uint8Array, scope: PublishScope, steps: TempSteps<T>): Promise<T> {
+  const temp = createLockedTemp(dirFd, scope.where);
   try {
     try {
-      writeAll(fd, bytes);
-      prepare(fd);
-      fsyncSync(fd);
-      closeSync(fd);
+      steps.beforeContent(temp.fd);
+      writeAll(temp.fd, bytes);
+      steps.afterContent(temp.fd);
+      fsyncSync(temp.fd);
     } catch (e) {
-      closeQuietly(fd);
-      throw osError(e, "mutation", where);
+      throw osError(e, "mutation", scope.where);
     }
-    return publish(tmp);
+    return await scope.exclusive(() => {
+      try {
+        steps.finalMode(temp.fd);
+        fsyncSync(temp.fd);
+      } catch (e) {
+        throw osError(e, "mutation", scope.where);
+      }
+      return steps.commit(temp.name);
+    });
   } finally {
-    try {
-      unlinkSync(at(dirFd, tmp));
-    } catch {
-      // already renamed over the target, or best effort after a failure
-    }
+    dropTemp(dirFd, temp);
   }
 }
 
 /** Create-only publish: anything already at `name` (a symlink or FIFO too) → PATH_ALREADY_EXISTS. */
-export function publishNew(dirFd: number, name: string, bytes: Uint8Array, scope: PublishScope): BigIntStats {
+export async function publishNew(dirFd: number, name: string, bytes: Uint8Array, scope: PublishScope): Promise<BigIntStats> {
   const taken = () => new ServerFsError("PATH_ALREADY_EXISTS", `${scope.where} already exists`);
   let present: boolean;
   try {
@@ -84,40 +97,44 @@ export function publishNew(dirFd: number, name: string, bytes: Uint8Array, scope
   }
   // A cheap early answer that spares writing the temp file; the link below is what decides.
   if (present) throw taken();
-  throughTemp(
-    dirFd,
-    bytes,
-    scope.where,
-    () => {},
-    (tmp) => {
+  await removeStaleTemps(dirFd);
+  const mode = NEW_FILE_MODE & ~process.umask();
+  return throughTemp(dirFd, bytes, scope, {
+    beforeContent: () => {},
+    afterContent: () => {},
+    finalMode: (tmpFd) => fchmodSync(tmpFd, mode),
+    commit: (tmp) => {
       try {
         linkSync(at(dirFd, tmp), at(dirFd, name));
       } catch (e) {
         throw osCode(e) === "EEXIST" ? taken() : osError(e, "mutation", scope.where);
       }
+      // The temp name goes before the final stat: the revision counts links.
+      unlinkTempName(dirFd, tmp);
+      scope.syncDirectory(dirFd);
+      return finalStat(dirFd, name, scope.where);
     },
-  );
-  scope.syncDirectory(dirFd);
-  return finalStat(dirFd, name, scope.where);
+  });
 }
 
-/** The target's permission bits, owner, group and extended attributes, onto the temp file. */
-function carryMetadata(target: OpenFile, tmpFd: number, where: string): void {
-  const failed = () => new ServerFsError("METADATA_PRESERVATION_FAILED", `${where} mode, owner or extended attributes could not be preserved`);
+const metadataFailed = (where: string) =>
+  new ServerFsError("METADATA_PRESERVATION_FAILED", `${where} mode, owner or extended attributes could not be preserved`);
+
+/** Runs one metadata step (false or a throw: it failed) as METADATA_PRESERVATION_FAILED, the target untouched. */
+function preserving(where: string, step: () => unknown): void {
+  let ok: unknown;
   try {
-    // chown first: it clears set-id bits, which the chmod below restores.
-    fchownSync(tmpFd, Number(target.st.uid), Number(target.st.gid));
-    if (!copyXattrs(target.fd, tmpFd)) throw failed();
-    fchmodSync(tmpFd, Number(target.st.mode & PERMISSION_BITS));
-  } catch (e) {
-    throw e instanceof ServerFsError ? e : failed();
+    ok = step();
+  } catch {
+    throw metadataFailed(where);
   }
+  if (ok === false) throw metadataFailed(where);
 }
 
 /**
- * Replace publish: the temp file takes over `target`'s metadata, the name's revision is checked
- * once more right before the rename (REVISION_CONFLICT leaves the target untouched), then the
- * rename commits.
+ * Replace publish: the temp file takes over `target`'s owner, extended attributes and mode, the
+ * name's revision is checked once more right before the rename (REVISION_CONFLICT leaves the
+ * target untouched), then the rename commits.
  */
 export function publishReplacement(
   dirFd: number,
@@ -126,23 +143,23 @@ export function publishReplacement(
   bytes: Uint8Array,
   expectedRevision: string,
   scope: PublishScope,
-): BigIntStats {
-  throughTemp(
-    dirFd,
-    bytes,
-    scope.where,
-    (tmpFd) => carryMetadata(target, tmpFd, scope.where),
-    (tmp) => {
-      requireRevisionByName(dirFd, name, expectedRevision, scope.where);
+): Promise<BigIntStats> {
+  const { where } = scope;
+  return throughTemp(dirFd, bytes, scope, {
+    beforeContent: (tmpFd) => preserving(where, () => fchownSync(tmpFd, Number(target.st.uid), Number(target.st.gid))),
+    afterContent: (tmpFd) => preserving(where, () => copyXattrs(target.fd, tmpFd)),
+    finalMode: (tmpFd) => preserving(where, () => fchmodSync(tmpFd, Number(target.st.mode & PERMISSION_BITS))),
+    commit: (tmp) => {
+      requireRevisionByName(dirFd, name, expectedRevision, where);
       try {
         renameSync(at(dirFd, tmp), at(dirFd, name));
       } catch (e) {
-        throw osError(e, "mutation", scope.where);
+        throw osError(e, "mutation", where);
       }
+      scope.syncDirectory(dirFd);
+      return finalStat(dirFd, name, where);
     },
-  );
-  scope.syncDirectory(dirFd);
-  return finalStat(dirFd, name, scope.where);
+  });
 }
 
 /** The revision a mutation returns is taken after its commit, which changed ctime and nlink. */

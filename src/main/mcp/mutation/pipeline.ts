@@ -1,9 +1,10 @@
 /**
  * The common mutation pipeline (mcp-surface.md §6.1), the one place a mutation is authorized.
  * Every mutation tool states its argument checks and its filesystem phase; this module runs the
- * steps around them in the contract's order. The filesystem phase is synchronous from the moment
- * the lock is granted until the lease is released, so a process exit can never interleave with
- * it: the target is always in its old or its new state.
+ * steps around them in the contract's order. The last revision check and the commit run
+ * synchronously inside `exclusive`, under the workdir's cross-process lock (workdir-lock.ts), so a
+ * process exit can never interleave with them: the target is always in its old or its new state,
+ * and an exit while waiting for that lock leaves at most a stale temp file (temp-files.ts).
  */
 import { ServerFsError } from "../../../shared/errors.ts";
 import { withParent } from "../../../shared/fs/dir-handle.ts";
@@ -13,6 +14,7 @@ import { type McpDeps, requireWorkspace } from "../deps.ts";
 import type { ToolCall } from "../tool.ts";
 import { syncDirectoryAfterCommit } from "./directory-sync.ts";
 import { mutationLock } from "./mutation-lock.ts";
+import { lockWorkdir } from "./workdir-lock.ts";
 import { takeWriterLease } from "./writer-lease.ts";
 
 /** A confined, non-root mutation target. */
@@ -34,6 +36,12 @@ export interface MutationScope extends MutationTarget {
   inParent<T>(missing: "PARENT_NOT_FOUND" | "PATH_NOT_FOUND", fn: (parentFd: number, name: string) => T): T;
   /** fsyncs a directory after the commit; a failure is logged (directory_fsync_failed), never thrown. */
   syncDirectory(dirFd: number): void;
+  /**
+   * Runs `fn` holding the workdir's cross-process mutation lock, waiting for it at most
+   * `[limits] mutation_lock_wait_ms` (then WORKDIR_BUSY). Every mutation runs its last revision
+   * check and its commit in here; `fn` is synchronous so nothing else interleaves.
+   */
+  exclusive<R>(fn: () => R): Promise<R>;
 }
 
 export interface MutationSpec<T> {
@@ -44,8 +52,8 @@ export interface MutationSpec<T> {
   binary?: boolean;
   /** Step 7: the tool's argument-content checks, before any lock. */
   checkArguments?(target: MutationTarget): void;
-  /** Step 10: synchronous filesystem calls only (returning a promise would break atomicity). */
-  commit(scope: MutationScope): T;
+  /** Step 10: the filesystem phase; its revision check and commit go through `scope.exclusive`. */
+  commit(scope: MutationScope): Promise<T>;
 }
 
 export async function runMutation<T>(deps: McpDeps, call: ToolCall, spec: MutationSpec<T>): Promise<T> {
@@ -66,10 +74,18 @@ export async function runMutation<T>(deps: McpDeps, call: ToolCall, spec: Mutati
     const { bridge } = deps.config;
     const releaseLease = bridge.enabled ? takeWriterLease(bridge.lockDir, ws.slot, where) : null;
     try {
-      return spec.commit({
+      return await spec.commit({
         ...target,
         inParent: (missing, fn) => withParent(ws.realRoot, segments, { where, side: "mutation", missing }, fn),
         syncDirectory: (dirFd) => syncDirectoryAfterCommit(dirFd, deps.audit, { tool: spec.tool, workdir: ws.alias, path }),
+        exclusive: async (fn) => {
+          const release = await lockWorkdir(ws.realRoot, deps.config.limits.mutation_lock_wait_ms, where);
+          try {
+            return fn();
+          } finally {
+            release();
+          }
+        },
       });
     } catch (e) {
       // An OS error a tool did not map itself is still a mutation-side failure (§4.6).

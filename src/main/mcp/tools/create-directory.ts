@@ -7,6 +7,7 @@ import { revisionOf } from "../../../shared/fs/stat.ts";
 import type { McpDeps } from "../deps.ts";
 import { finalStat } from "../mutation/atomic-publish.ts";
 import { runMutation } from "../mutation/pipeline.ts";
+import { removeStaleTemps } from "../mutation/temp-files.ts";
 import { defineTool } from "../tool.ts";
 
 /** The kernel applies the umask. */
@@ -31,16 +32,19 @@ export const createDirectory = (deps: McpDeps) =>
         path: args.path,
         commit(scope) {
           const { where } = scope;
-          return scope.inParent("PARENT_NOT_FOUND", (dirFd, name) => {
-            try {
-              mkdirSync(at(dirFd, name), NEW_DIRECTORY_MODE);
-            } catch (e) {
-              throw osError(e, "mutation", where, { EEXIST: "PATH_ALREADY_EXISTS" });
-            }
-            scope.syncDirectory(dirFd);
-            const revision = revisionOf(finalStat(dirFd, name, where));
-            call.audit["revision"] = revision;
-            return { workdir: scope.ws.alias, path: scope.path, created: true, revision };
+          return scope.inParent("PARENT_NOT_FOUND", async (dirFd, name) => {
+            await removeStaleTemps(dirFd);
+            return scope.exclusive(() => {
+              try {
+                mkdirSync(at(dirFd, name), NEW_DIRECTORY_MODE);
+              } catch (e) {
+                throw osError(e, "mutation", where, { EEXIST: "PATH_ALREADY_EXISTS" });
+              }
+              scope.syncDirectory(dirFd);
+              const revision = revisionOf(finalStat(dirFd, name, where));
+              call.audit["revision"] = revision;
+              return { workdir: scope.ws.alias, path: scope.path, created: true, revision };
+            });
           });
         },
       });

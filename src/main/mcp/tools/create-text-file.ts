@@ -35,8 +35,8 @@ export const createTextFile = (deps: McpDeps) =>
           if (args.content.includes("\0")) throw new ServerFsError("BINARY_CONTENT_NOT_ALLOWED", `${where} content contains a NUL character`);
           if (bytes.length > ws.policy.max_write_bytes) throw new ServerFsError("WRITE_TOO_LARGE", `${where} content exceeds max_write_bytes`);
         },
-        commit(scope) {
-          const st = scope.inParent("PARENT_NOT_FOUND", (dirFd, name) => publishNew(dirFd, name, bytes, scope));
+        async commit(scope) {
+          const st = await scope.inParent("PARENT_NOT_FOUND", (dirFd, name) => publishNew(dirFd, name, bytes, scope));
           const revision = revisionOf(st);
           call.audit["bytes_written"] = bytes.length;
           call.audit["revision"] = revision;

@@ -1,7 +1,8 @@
 /**
  * `delete_directory(workdir, path, expected_revision)` (mcp-surface.md §6.7): removes one empty
  * directory. Emptiness is physical: hidden, denied and reserved entries count, and a non-empty
- * directory's contents are never named.
+ * directory's contents are never named; only a temp file whose writer has died is removed first,
+ * so a directory that lists as empty is not refused because of a crash.
  */
 import { fstatSync, opendirSync, rmdirSync } from "node:fs";
 import * as v from "valibot";
@@ -12,20 +13,31 @@ import { entryType } from "../../../shared/fs/stat.ts";
 import type { McpDeps } from "../deps.ts";
 import { requireRevision, requireRevisionByName } from "../mutation/expected-revision.ts";
 import { runMutation } from "../mutation/pipeline.ts";
+import { isTempName, removeIfStale } from "../mutation/temp-files.ts";
 import { defineTool } from "../tool.ts";
 
 const Output = v.strictObject({ workdir: v.string(), path: v.string(), deleted: v.literal(true), revision_deleted: v.string() });
 
 const notEmpty = (where: string) => new ServerFsError("DIRECTORY_NOT_EMPTY", `${where} is not empty`);
+const stillWriting = (where: string) =>
+  new ServerFsError("DIRECTORY_NOT_EMPTY", `${where} is not empty: another ServerFS process is still writing a file in it`);
 
-/** Whether the directory held by `dirFd` has any entry at all; reads one entry, not the listing. */
-function hasAnyEntry(dirFd: number): boolean {
+/**
+ * Empties the directory held by `dirFd` of stale temp files (their writer died, temp-files.ts) and
+ * throws DIRECTORY_NOT_EMPTY if anything else is left; it stops reading at the first such entry.
+ */
+function requireEmptyAfterCleanup(dirFd: number, where: string): void {
   const dir = opendirSync(self(dirFd));
+  let liveTemp = false;
   try {
-    return dir.readSync() !== null;
+    for (let entry = dir.readSync(); entry !== null; entry = dir.readSync()) {
+      if (!isTempName(entry.name)) throw notEmpty(where);
+      if (!removeIfStale(dirFd, entry.name)) liveTemp = true;
+    }
   } finally {
     dir.closeSync();
   }
+  if (liveTemp) throw stillWriting(where);
 }
 
 export const deleteDirectory = (deps: McpDeps) =>
@@ -45,7 +57,7 @@ export const deleteDirectory = (deps: McpDeps) =>
         path: args.path,
         commit(scope) {
           const { where } = scope;
-          return scope.inParent("PATH_NOT_FOUND", (parentFd, name) => {
+          return scope.exclusive(() => scope.inParent("PATH_NOT_FOUND", (parentFd, name) => {
             let type: ReturnType<typeof entryType>;
             try {
               type = entryType(lstatAt(parentFd, name));
@@ -58,7 +70,7 @@ export const deleteDirectory = (deps: McpDeps) =>
             try {
               requireRevision(fstatSync(dirFd, { bigint: true }), args.expected_revision, where);
               requireRevisionByName(parentFd, name, args.expected_revision, where);
-              if (hasAnyEntry(dirFd)) throw notEmpty(where);
+              requireEmptyAfterCleanup(dirFd, where);
             } catch (e) {
               throw osError(e, "mutation", where);
             } finally {
@@ -73,7 +85,7 @@ export const deleteDirectory = (deps: McpDeps) =>
             scope.syncDirectory(parentFd);
             call.audit["revision"] = args.expected_revision;
             return { workdir: scope.ws.alias, path: scope.path, deleted: true, revision_deleted: args.expected_revision };
-          });
+          }));
         },
       });
     },

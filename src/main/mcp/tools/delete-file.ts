@@ -37,7 +37,7 @@ export const deleteFile = (deps: McpDeps) =>
         path: args.path,
         commit(scope) {
           const { where } = scope;
-          return scope.inParent("PATH_NOT_FOUND", (dirFd, name) => {
+          return scope.exclusive(() => scope.inParent("PATH_NOT_FOUND", (dirFd, name) => {
             const file = openExistingFile(dirFd, name, where, "mutation");
             try {
               requireRevision(file.st, args.expected_revision, where);
@@ -54,7 +54,7 @@ export const deleteFile = (deps: McpDeps) =>
             const bytes = Number(file.st.size);
             Object.assign(call.audit, { bytes_deleted: bytes, revision: args.expected_revision });
             return { workdir: scope.ws.alias, path: scope.path, deleted: true, bytes_deleted: bytes, revision_deleted: args.expected_revision };
-          });
+          }));
         },
       });
     },

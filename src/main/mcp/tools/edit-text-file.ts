@@ -79,7 +79,7 @@ export const editTextFile = (deps: McpDeps) =>
         commit(scope) {
           const { where } = scope;
           const max = scope.ws.policy.max_write_bytes;
-          return scope.inParent("PATH_NOT_FOUND", (dirFd, name) => {
+          return scope.inParent("PATH_NOT_FOUND", async (dirFd, name) => {
             const target = openReplaceTarget(dirFd, name, args.expected_revision, where);
             try {
               if (target.st.size > BigInt(max)) throw new ServerFsError("WRITE_TOO_LARGE", `${where} the file exceeds max_write_bytes`);
@@ -91,7 +91,7 @@ export const editTextFile = (deps: McpDeps) =>
               const edited = Buffer.from(applyEdits(text, edits, where), "utf8");
               const after = bom ? Buffer.concat([BOM, edited]) : edited;
               if (after.length > max) throw new ServerFsError("WRITE_TOO_LARGE", `${where} the edited file would exceed max_write_bytes`);
-              const st = publishReplacement(dirFd, name, target, after, args.expected_revision, scope);
+              const st = await publishReplacement(dirFd, name, target, after, args.expected_revision, scope);
               const revision = revisionOf(st);
               Object.assign(call.audit, { edit_count: edits.length, bytes_before: body.length, bytes_after: after.length, revision });
               return {

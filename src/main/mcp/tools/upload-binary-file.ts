@@ -28,10 +28,10 @@ const Output = v.strictObject({
 
 /** Replaces the existing file; returns the revision it replaced and the committed stat. */
 function replace(scope: MutationScope, bytes: Buffer, expected: string) {
-  return scope.inParent("PATH_NOT_FOUND", (dirFd, name) => {
+  return scope.inParent("PATH_NOT_FOUND", async (dirFd, name) => {
     const target = openReplaceTarget(dirFd, name, expected, scope.where);
     try {
-      return publishReplacement(dirFd, name, target, bytes, expected, scope);
+      return await publishReplacement(dirFd, name, target, bytes, expected, scope);
     } finally {
       closeQuietly(target.fd);
     }
@@ -71,12 +71,11 @@ export const uploadBinaryFile = (deps: McpDeps) =>
           }
           bytes = decodeStrictBase64(args.data_base64, ws.policy.max_binary_transfer_bytes, where);
         },
-        commit(scope) {
+        async commit(scope) {
           // After step 7, expected_revision is given exactly when overwrite is true.
-          const st =
-            expected === null
+          const st = await (expected === null
               ? scope.inParent("PARENT_NOT_FOUND", (dirFd, name) => publishNew(dirFd, name, bytes, scope))
-              : replace(scope, bytes, expected);
+              : replace(scope, bytes, expected));
           const revision = revisionOf(st);
           Object.assign(call.audit, { bytes_written: bytes.length, revision });
           return {

@@ -1,0 +1,69 @@
+/**
+ * What a human-in-the-loop request says at a glance (docs/agent-requests.md): the one-line `summary`
+ * of an approval or question payload, and the short form `approval.requested` / `question.requested`
+ * events carry, so that a client following events sees what is asked without another call.
+ *
+ * Offers `requestSummary(kind, payload)` (the `summary` line, from the redacted payload) and
+ * `requestEventFields(kind, payload)` (`summary`, `category`, `title`, `command`, `paths` with their
+ * change kinds; never a diff, a tool input or an answer).
+ */
+import { cutUtf8 } from "./utf8.ts";
+
+/** A summary is one line; longer text stays in the payload's own fields. */
+const SUMMARY_BYTES = 240;
+/** Paths named in an event: enough to judge, never so many that the event nears its limit. */
+const EVENT_PATHS = 50;
+const EVENT_COMMAND_BYTES = 1024;
+
+type Json = Record<string, unknown>;
+
+const oneLine = (text: string, max = SUMMARY_BYTES): string => {
+  const flat = text.replace(/\s+/g, " ").trim();
+  const cut = cutUtf8(flat, max);
+  return cut.truncated ? `${cut.text}…` : cut.text;
+};
+
+const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
+
+function changes(payload: Json): { path: string; kind: string }[] {
+  const list = Array.isArray(payload["file_changes"]) ? (payload["file_changes"] as Json[]) : [];
+  return list.map((c) => ({ path: String(c["path"]), kind: str(c["kind"]) ?? "update" }));
+}
+
+export function requestSummary(kind: "approval" | "question", payload: Json): string {
+  if (kind === "question") {
+    const questions = Array.isArray(payload["questions"]) ? (payload["questions"] as Json[]) : [];
+    const first = str(questions[0]?.["prompt"]) ?? "a question";
+    return oneLine(questions.length > 1 ? `${first} (+${questions.length - 1} more)` : first);
+  }
+  const title = str(payload["title"]) ?? "Approve";
+  const command = str(payload["command"]) ?? str(payload["command_display"]);
+  if (payload["category"] === "command" && command) return oneLine(`${title}: ${command}`);
+  const files = changes(payload);
+  if (files.length > 0) return oneLine(`${title}: ${files.map((f) => `${f.kind} ${f.path}`).join(", ")}`);
+  const permissions = Array.isArray(payload["requested_permissions"]) ? (payload["requested_permissions"] as Json[]) : [];
+  if (permissions.length > 0) return oneLine(`${title}: ${permissions.map((p) => String(p["kind"])).join(", ")}`);
+  const tool = str(payload["tool"]);
+  return oneLine(tool ? `${title}: ${tool}` : title);
+}
+
+export function requestEventFields(kind: "approval" | "question", payload: Json): Json {
+  const summary = str(payload["summary"]) ?? requestSummary(kind, payload);
+  if (kind === "question") {
+    const questions = Array.isArray(payload["questions"]) ? payload["questions"].length : 0;
+    return { summary, category: "question", question_count: questions };
+  }
+  const out: Json = { summary, category: payload["category"], title: payload["title"] };
+  const command = str(payload["command"]) ?? str(payload["command_display"]);
+  if (command) {
+    const cut = cutUtf8(command, EVENT_COMMAND_BYTES);
+    out["command"] = cut.text;
+    if (cut.truncated) out["truncated"] = true;
+  }
+  const files = changes(payload);
+  if (files.length > 0) {
+    out["paths"] = files.slice(0, EVENT_PATHS);
+    if (files.length > EVENT_PATHS) out["truncated"] = true;
+  }
+  return out;
+}

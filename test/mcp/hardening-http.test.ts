@@ -1,0 +1,218 @@
+/**
+ * Hardening of the HTTP transport (docs/reliability.md, "Hardening: writes, temp files, transfers
+ * and HTTP"): never open off loopback by accident, 421 for a request without Host, and a bounded
+ * number of sessions that expire when idle.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { connect, type Socket } from "node:net";
+import { parseAudit } from "../helpers/mcp-client.ts";
+import { runCli, spawnCli } from "../helpers/process.ts";
+import type { Table } from "../helpers/toml.ts";
+import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
+
+let dir: TempDir;
+let workdirs: Table[];
+
+const INIT = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+};
+const LIST = { jsonrpc: "2.0", id: 2, method: "tools/list" };
+
+interface HttpServer {
+  port: number;
+  stderr(): string;
+  /** Resolves once the audit log holds `count` records of `event`. */
+  waitFor(event: string, count?: number): Promise<Record<string, unknown>[]>;
+  stop(): Promise<void>;
+}
+
+const running = new Set<ReturnType<typeof spawnCli>>();
+
+async function startHttp(configPath: string, listen = "127.0.0.1:0"): Promise<HttpServer> {
+  const proc = spawnCli(["mcp", "--config", configPath, "--http", listen]);
+  running.add(proc);
+  let err = "";
+  (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of proc.stderr) err += decoder.decode(chunk, { stream: true });
+  })();
+  const waitFor = async (event: string, count = 1) => {
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const found = parseAudit(err).filter((r) => r["event"] === event);
+      if (found.length >= count) return found;
+      if (Date.now() > deadline) throw new Error(`no ${event} audit event`);
+      await Bun.sleep(10);
+    }
+  };
+  const [startup] = await waitFor("startup");
+  const port = Number(String(startup!["listen"]).split(":").pop());
+  return {
+    port,
+    stderr: () => err,
+    waitFor,
+    async stop() {
+      proc.kill("SIGTERM");
+      await proc.exited;
+      running.delete(proc);
+    },
+  };
+}
+
+const post = (port: number, body: unknown, session?: string) =>
+  fetch(`http://127.0.0.1:${port}/mcp`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      ...(session ? { "mcp-session-id": session, "mcp-protocol-version": "2025-06-18" } : {}),
+    },
+    body: JSON.stringify(body),
+  });
+
+/** A fresh session: its id, after a successful initialize. */
+async function openSession(port: number): Promise<string> {
+  const r = await post(port, INIT);
+  expect(r.status).toBe(200);
+  await r.text();
+  return r.headers.get("mcp-session-id")!;
+}
+
+const statusOf = async (port: number, session: string) => {
+  const r = await post(port, LIST, session);
+  await r.text();
+  return r.status;
+};
+
+/** Sends raw bytes and resolves with everything the server answers before it closes. */
+function rawRequest(port: number, bytes: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, "127.0.0.1", () => socket.write(bytes));
+    let out = "";
+    socket.on("data", (d) => {
+      out += d.toString("latin1");
+    });
+    socket.on("end", () => resolve(out));
+    socket.on("error", reject);
+  });
+}
+
+/** Opens a request whose body never completes: its session has a request in flight. */
+function hangingRequest(port: number, session: string): Promise<Socket> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1", () => {
+      socket.write(
+        `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n` +
+          `Mcp-Session-Id: ${session}\r\nMcp-Protocol-Version: 2025-06-18\r\nContent-Length: 1000\r\n\r\n{"jsonrpc":`,
+        () => resolve(socket),
+      );
+    });
+  });
+}
+
+beforeAll(() => {
+  dir = tempDir();
+  workdirs = [{ slot: 1, alias: "repo", path: dir.dir("ws") }];
+});
+afterAll(() => {
+  for (const proc of running) proc.kill();
+  dir.remove();
+});
+
+describe("HTTP off loopback is never open by accident", () => {
+  test("a non-loopback bind without a bearer token is a configuration error naming the fix: exit 2, nothing listens", async () => {
+    const config = writeConfig(dir.path, { workdirs }, "open.toml");
+    for (const listen of ["0.0.0.0:0", "[::]:0"]) {
+      const r = await runCli(["mcp", "--config", config, "--http", listen]);
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe("");
+      expect(r.stderr).toContain("serverfs: configuration error: server.http.bearer_token_file: must be set to serve HTTP on the non-loopback address");
+      expect(r.stderr).toContain("set a bearer token file, or bind 127.0.0.1");
+      expect(parseAudit(r.stderr).find((e) => e["event"] === "startup_failed")?.["level"]).toBe("ERROR");
+      expect(parseAudit(r.stderr).some((e) => e["event"] === "startup")).toBe(false);
+    }
+  });
+
+  test("with a bearer token a non-loopback bind starts and warns on stderr; a loopback bind does not warn", async () => {
+    dir.file("token", "tok-123\n");
+    const config = writeConfig(dir.path, { server: { http: { bearer_token_file: `${dir.path}/token` } }, workdirs }, "token.toml");
+    const open = await startHttp(config, "0.0.0.0:0");
+    try {
+      const [warning] = await open.waitFor("http_not_loopback");
+      expect(warning!["level"]).toBe("WARN");
+      expect(warning!["listen"]).toBe(`0.0.0.0:${open.port}`);
+      const r = await fetch(`http://127.0.0.1:${open.port}/mcp`, { method: "POST", body: "{}" });
+      expect(r.status).toBe(401);
+      expect(open.stderr()).not.toContain("tok-123");
+    } finally {
+      await open.stop();
+    }
+    const local = await startHttp(writeConfig(dir.path, { workdirs }, "local.toml"));
+    try {
+      expect(parseAudit(local.stderr()).some((e) => e["event"] === "http_not_loopback")).toBe(false);
+    } finally {
+      await local.stop();
+    }
+  });
+
+  test("a request without a Host header gets the contract's 421, like any Host outside the allowlist", async () => {
+    const server = await startHttp(writeConfig(dir.path, { workdirs }, "host.toml"));
+    try {
+      const body = JSON.stringify(INIT);
+      const answer = await rawRequest(server.port, `POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+      expect(answer).toStartWith("HTTP/1.1 421 ");
+      expect(answer).toEndWith("\r\n\r\nmisdirected request\n");
+      const foreign = await rawRequest(server.port, "POST /mcp HTTP/1.1\r\nHost: evil.example\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+      expect(foreign).toStartWith("HTTP/1.1 421 ");
+      expect(foreign).not.toContain("evil");
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe("HTTP sessions are bounded", () => {
+  test("a session idle for http_session_idle_seconds is closed; its id is then unknown (404)", async () => {
+    const server = await startHttp(writeConfig(dir.path, { server: { http_session_idle_seconds: 1 }, workdirs }, "idle.toml"));
+    try {
+      const id = await openSession(server.port);
+      expect(await statusOf(server.port, id)).toBe(200);
+      const [closed] = await server.waitFor("http_session_closed");
+      expect(closed).toMatchObject({ reason: "idle", sessions: 0 });
+      expect(await statusOf(server.port, id)).toBe(404);
+      // A new session works as before.
+      expect(await statusOf(server.port, await openSession(server.port))).toBe(200);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test("past http_max_sessions the oldest idle session is closed; a busy one never is, and with all busy a new one is refused", async () => {
+    const server = await startHttp(writeConfig(dir.path, { server: { http_max_sessions: 3 }, workdirs }, "cap.toml"));
+    const hanging: Socket[] = [];
+    try {
+      const [a, b, c] = [await openSession(server.port), await openSession(server.port), await openSession(server.port)];
+      // a is used again, so b is now the oldest idle session.
+      expect(await statusOf(server.port, a)).toBe(200);
+      const d = await openSession(server.port);
+      expect((await server.waitFor("http_session_closed"))[0]).toMatchObject({ reason: "cap", sessions: 2 });
+      expect(await statusOf(server.port, b)).toBe(404);
+      for (const live of [a, c, d]) expect(await statusOf(server.port, live)).toBe(200);
+
+      // With a request in flight on each of the three, none may be closed for a fourth.
+      for (const live of [a, c, d]) hanging.push(await hangingRequest(server.port, live));
+      // One full round trip after the hanging bytes were sent: the server has read them by then.
+      expect(await statusOf(server.port, c)).toBe(200);
+      const refused = await post(server.port, INIT);
+      expect(refused.status).toBe(503);
+      expect(await refused.text()).toBe("too many sessions\n");
+      for (const live of [a, c, d]) expect(await statusOf(server.port, live)).toBe(200);
+    } finally {
+      for (const s of hanging) s.destroy();
+      await server.stop();
+    }
+  });
+});

@@ -1,0 +1,149 @@
+/**
+ * `serverfs init` and `serverfs connect` (docs/hosts.md): a starter config from directory names, the
+ * directories with their modes, the checks, and each host's setup with real paths — the printed setup is
+ * then used as a host would use it. Real CLI, temporary HOME.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { runCli } from "../helpers/process.ts";
+import { type TempDir, tempDir } from "../helpers/workspace.ts";
+
+const homes: TempDir[] = [];
+afterEach(() => {
+  for (const h of homes.splice(0)) h.remove();
+});
+
+function freshHome() {
+  const home = tempDir("sfs-init-");
+  homes.push(home);
+  const env = { HOME: home.path, XDG_CONFIG_HOME: "", XDG_RUNTIME_DIR: "", CODEX_HOME: join(home.path, ".codex") };
+  const config = join(home.path, ".config", "serverfs", "serverfs.toml");
+  return { home, env, config, cli: (...args: string[]) => runCli(args, { env }) };
+}
+
+/** The workdir tables of a config file, as loaded by TOML. */
+const workdirsOf = (file: string) => (Bun.TOML.parse(readFileSync(file, "utf8")) as { workdirs: Record<string, unknown>[] }).workdirs;
+
+describe("serverfs init", () => {
+  test("writes a private, commented starter config; aliases from the names; read-only unless --write", async () => {
+    const h = freshHome();
+    const a = h.home.dir("src/My Project.v2");
+    const b = h.home.dir("other/my-project-v2");
+    const c = h.home.dir("src/2024");
+    const r = await h.cli("init", a, b, c);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toStartWith(`wrote ${h.config}\n`);
+    expect(statSync(h.config).mode & 0o777).toBe(0o600);
+    expect(statSync(join(h.home.path, ".config", "serverfs")).mode & 0o777).toBe(0o700);
+    expect(workdirsOf(h.config)).toEqual([
+      { slot: 1, alias: "my-project-v2", path: a, read_only: true },
+      { slot: 2, alias: "my-project-v2-2", path: b, read_only: true },
+      { slot: 3, alias: "w-2024", path: c, read_only: true },
+    ]);
+    expect(readFileSync(h.config, "utf8")).toContain("# Agent tasks (Codex, Claude Code) go through the Bridge");
+    // the directories the Bridge and the MCP server use, with their modes
+    expect(statSync(join(h.home.path, ".local", "state", "serverfs-agent-bridge")).mode & 0o777).toBe(0o700);
+    expect(statSync(join(h.home.path, ".local", "share", "serverfs-agent-bridge", "runtime", "locks")).mode & 0o777).toBe(0o700);
+    // the doctor checks ran on it
+    expect(r.stdout).toMatch(/^ok +config +loaded /m);
+    expect(r.stdout).toContain("0 failed");
+  });
+
+  test("no DIR means the current directory; --write makes it writable", async () => {
+    const h = freshHome();
+    const proj = h.home.dir("proj");
+    const proc = Bun.spawn([process.execPath, join(import.meta.dir, "..", "..", "src", "main", "cli.ts"), "init", "--write"], {
+      cwd: proj,
+      env: { ...process.env, ...h.env },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    expect(await proc.exited).toBe(0);
+    expect(workdirsOf(h.config)).toEqual([{ slot: 1, alias: "proj", path: proj, read_only: false }]);
+  });
+
+  test("never overwrites a config without --force", async () => {
+    const h = freshHome();
+    const proj = h.home.dir("proj");
+    mkdirSync(join(h.home.path, ".config", "serverfs"), { recursive: true });
+    writeFileSync(h.config, "# mine\n");
+    const r = await h.cli("init", proj);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(`serverfs: PATH_ALREADY_EXISTS: ${h.config} already exists; run with --force to replace it, or edit it\n`);
+    expect(readFileSync(h.config, "utf8")).toBe("# mine\n");
+    expect((await h.cli("init", proj, "--force")).code).toBe(0);
+    expect(workdirsOf(h.config)[0]!["alias"]).toBe("proj");
+  });
+
+  test("a DIR that is not a directory is a usage error", async () => {
+    const h = freshHome();
+    const r = await h.cli("init", join(h.home.path, "nope"));
+    expect(r.code).toBe(2);
+    expect(r.stderr).toStartWith(`serverfs: usage error: ${join(h.home.path, "nope")} does not exist`);
+  });
+
+  test("prints each host's setup with real paths, and the printed setup works as a host uses it", async () => {
+    const h = freshHome();
+    const proj = h.home.dir("proj");
+    writeFileSync(join(proj, "hello.txt"), "hello\n");
+    const r = await h.cli("init", proj);
+    expect(r.stdout).toContain(`claude mcp add --scope user serverfs -- `);
+    expect(r.stdout).toContain(`mcp --config ${h.config}`);
+    expect(r.stdout).toContain("--allowedTools mcp__serverfs");
+    expect(r.stdout).toContain(`Codex — add to ${join(h.home.path, ".codex", "config.toml")}`);
+    // Claude Desktop's JSON block, parsed and launched as Claude Desktop would
+    const json = r.stdout.slice(r.stdout.indexOf("{", r.stdout.indexOf("Claude Desktop")));
+    const server = JSON.parse(json).mcpServers.serverfs as { command: string; args: string[] };
+    expect(server.args.at(-1)).toBe(h.config);
+    const client = new Client({ name: "init-test", version: "1.0.0" });
+    await client.connect(new StdioClientTransport({ command: server.command, args: server.args, env: { ...process.env, ...h.env } as Record<string, string>, stderr: "ignore" }));
+    try {
+      const read = await client.callTool({ name: "read_text_file", arguments: { workdir: "proj", path: "hello.txt" } });
+      expect((read.structuredContent as { content: string }).content).toBe("hello\n");
+    } finally {
+      await client.close();
+    }
+  }, 30_000);
+});
+
+describe("serverfs connect", () => {
+  test("codex --write adds the server table and keeps the rest of config.toml byte for byte", async () => {
+    const h = freshHome();
+    await h.cli("init", h.home.dir("proj"));
+    const codexConfig = join(h.env.CODEX_HOME, "config.toml");
+    mkdirSync(h.env.CODEX_HOME, { recursive: true });
+    const before = 'model = "gpt-5"\n\n[mcp_servers.other]\ncommand = "other"\n';
+    writeFileSync(codexConfig, before);
+    const r = await h.cli("connect", "codex", "--write", "--auto-approve");
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toBe(`added [mcp_servers.serverfs] to ${codexConfig}\n`);
+    const after = readFileSync(codexConfig, "utf8");
+    expect(after.startsWith(before)).toBe(true);
+    const parsed = Bun.TOML.parse(after) as { mcp_servers: Record<string, { command: string; args: string[]; default_tools_approval_mode?: string }> };
+    expect(parsed.mcp_servers["other"]!.command).toBe("other");
+    expect(parsed.mcp_servers["serverfs"]!.args.slice(-3)).toEqual(["mcp", "--config", h.config]);
+    expect(parsed.mcp_servers["serverfs"]!.default_tools_approval_mode).toBe("approve");
+    // a second run leaves it alone
+    const again = await h.cli("connect", "codex", "--write");
+    expect(again.stdout).toContain("already has [mcp_servers.serverfs]");
+    expect(readFileSync(codexConfig, "utf8")).toBe(after);
+  });
+
+  test("without --write it prints; Claude Desktop is print-only; an unknown host is a usage error", async () => {
+    const h = freshHome();
+    await h.cli("init", h.home.dir("proj"));
+    const printed = await h.cli("connect", "claude-desktop");
+    expect(printed.code).toBe(0);
+    expect(printed.stdout).toContain('"mcpServers"');
+    const write = await h.cli("connect", "claude-desktop", "--write");
+    expect(write.code).toBe(1);
+    expect(write.stderr).toStartWith("serverfs: INVALID_ARGUMENT: Claude Desktop has no Linux build");
+    const unknown = await h.cli("connect", "claude-cod");
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toStartWith("serverfs: usage error: unknown host claude-cod (did you mean claude-code?)");
+  });
+});

@@ -1,0 +1,341 @@
+/**
+ * Agent fidelity on the real Codex CLI, end to end: the scripted Responses mock, `codex app-server`, a
+ * real `serverfs bridge` and a real `serverfs mcp` driven through the MCP SDK's Client
+ * (test/fixtures/agent-stack.ts). Every approval and question is answered through the MCP Agent tools,
+ * and the mock checks what reached the model (docs/agent-requests.md, docs/reliability.md "Agent
+ * fidelity").
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { type AgentStack, CODEX_BIN, CODEX_PRESENT, cliMissing, startAgentStack } from "../fixtures/agent-stack.ts";
+import { type MockOpenAI, type MockStep, startMockOpenAI } from "../fixtures/mock-openai.ts";
+import type { Table } from "../helpers/toml.ts";
+import { type Json, ok } from "../e2e/support.ts";
+
+if (!CODEX_PRESENT) cliMissing("Codex", CODEX_BIN, "npm install --no-save @openai/codex@0.171.0");
+
+const stacks: AgentStack[] = [];
+const mocks: MockOpenAI[] = [];
+afterEach(async () => {
+  for (const s of stacks.splice(0)) await s.stop();
+  for (const m of mocks.splice(0)) m.stop();
+});
+
+async function stack(steps: MockStep[], runtimeConfig: Table = {}, lifecycle?: Table): Promise<{ s: AgentStack; mock: MockOpenAI }> {
+  const mock = startMockOpenAI(steps);
+  mocks.push(mock);
+  const s = await startAgentStack({ runtime: "codex", mock, runtimeConfig, ...(lifecycle ? { lifecycle } : {}) });
+  stacks.push(s);
+  return { s, mock };
+}
+
+const UNTRUSTED = { approval_policy: "untrusted" };
+const done = (say: string): MockStep => ({ say, phase: "final_answer" });
+
+/** The workdir's entries and file contents, to prove a run changed nothing. */
+function snapshot(root: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (rel: string) => {
+    for (const e of readdirSync(join(root, rel), { withFileTypes: true })) {
+      const p = rel === "" ? e.name : `${rel}/${e.name}`;
+      if (e.isDirectory()) {
+        out[`${p}/`] = "";
+        walk(p);
+      } else out[p] = readFileSync(join(root, p), "utf8");
+    }
+  };
+  walk("");
+  return out;
+}
+
+/** A human who approves everything: answers every request of the task with approve_once until it ends. */
+async function approveEverything(s: AgentStack, taskId: string): Promise<{ task: Json; asked: number }> {
+  let asked = 0;
+  for (;;) {
+    const task = await s.finishOrAsk(taskId);
+    if (task["pending_request"] == null) return { task, asked };
+    asked++;
+    expect(await s.respond(taskId, task["pending_request"] as Json, "approve_once")).toBeNull();
+  }
+}
+
+describe.skipIf(!CODEX_PRESENT)("item 1: a review task never changes the workdir, whatever [runtimes.codex] says", () => {
+  const ADD = "*** Begin Patch\n*** Add File: added.txt\n+hello\n*** End Patch\n";
+  const UPDATE = "*** Begin Patch\n*** Update File: README.md\n@@\n-# demo\n+# changed by a review\n*** End Patch\n";
+  const cases: [string, MockStep, RegExp][] = [
+    ["a command write", { exec: "echo x > written.txt" }, /read-only|rejected|denied/i],
+    ["a patch add", { patch: ADD }, /rejected|read-only/i],
+    ["a patch update", { patch: UPDATE }, /rejected|read-only/i],
+    ["an escalated exec", { exec: "echo y > escalated.txt", escalate: true, justification: "need to write" }, /reject|never/i],
+  ];
+  for (const [name, step, told] of cases) {
+    test(`${name}: the workdir is unchanged even when a human approves everything`, async () => {
+      const { s, mock } = await stack([step, done("reviewed")], { ...UNTRUSTED, sandbox: "workspace-write" });
+      const before = snapshot(s.workspace);
+      const taskId = await s.submit({ profile: "review", prompt: "review this" });
+      const { task, asked } = await approveEverything(s, taskId);
+      expect(task).toMatchObject({ status: "succeeded", final_response: "reviewed" });
+      expect(snapshot(s.workspace)).toEqual(before);
+      // the model was told its action was refused, and no human was asked to allow it
+      expect(mock.toolOutput("call_0")).toMatch(told);
+      expect(asked).toBe(0);
+    }, 60_000);
+  }
+});
+
+describe.skipIf(!CODEX_PRESENT)("item 2: every decision is offered", () => {
+  test("a command approval offers deny; deny declines the command, the model is told, and the turn goes on", async () => {
+    const { s, mock } = await stack([{ exec: "echo x > denied.txt" }, done("not run")], UNTRUSTED);
+    const taskId = await s.submit({ prompt: "write a file" });
+    const request = await s.pending(taskId);
+    const payload = request["payload"] as Json;
+    expect(payload["category"]).toBe("command");
+    expect(payload["available_decisions"]).toContain("deny");
+    expect(await s.respond(taskId, request, "deny")).toBeNull();
+    expect(await s.finish(taskId)).toMatchObject({ status: "succeeded", final_response: "not run" });
+    expect(existsSync(join(s.workspace, "denied.txt"))).toBe(false);
+    expect(mock.toolOutput("call_0")).toMatch(/rejected by user/);
+    const events = await s.events(taskId);
+    expect(events.find((e) => e["event_type"] === "approval.resolved")?.["payload"]).toEqual({ decision: "deny" });
+  }, 60_000);
+
+  test("a file-change approval offers deny; deny leaves the file alone and the model is told", async () => {
+    const patch = "*** Begin Patch\n*** Add File: refused.txt\n+no\n*** End Patch\n";
+    const { s, mock } = await stack([{ patch }, done("left alone")], UNTRUSTED);
+    const taskId = await s.submit({ prompt: "add a file" });
+    const request = await s.pending(taskId);
+    expect(request["payload"]).toMatchObject({ category: "file_change" });
+    const offered = (request["payload"] as Json)["available_decisions"] as string[];
+    expect(offered.length === 0 || offered.includes("deny")).toBe(true);
+    expect(await s.respond(taskId, request, "deny")).toBeNull();
+    expect(await s.finish(taskId)).toMatchObject({ status: "succeeded", final_response: "left alone" });
+    expect(existsSync(join(s.workspace, "refused.txt"))).toBe(false);
+    expect(mock.toolOutput("call_0")).toMatch(/rejected by user/);
+  }, 60_000);
+
+  test("INVALID_APPROVAL_DECISION names the decisions offered", async () => {
+    const { s } = await stack([{ exec: "echo x" }, done("fine")], UNTRUSTED);
+    const taskId = await s.submit({ prompt: "echo" });
+    const request = await s.pending(taskId);
+    const offered = (request["payload"] as Json)["available_decisions"] as string[];
+    expect(offered).not.toContain("approve_session");
+    const r = await s.mcp.call("respond_agent_approval", { task_id: taskId, request_id: request["request_id"], decision: "approve_session" });
+    const text = (r.content[0] as { text: string }).text;
+    expect(text).toStartWith("INVALID_APPROVAL_DECISION: ");
+    for (const d of offered) expect(text).toContain(d);
+    expect(await s.respond(taskId, request, "deny")).toBeNull();
+    expect(await s.finish(taskId)).toMatchObject({ status: "succeeded" });
+  }, 60_000);
+});
+
+describe.skipIf(!CODEX_PRESENT)("item 5: a continuation right after success", () => {
+  test("each continuation submitted as soon as its predecessor succeeded is accepted, and the model sees the history", async () => {
+    const { s, mock } = await stack([done("answer one"), done("answer two"), done("answer three")]);
+    let prior = await s.submit({ prompt: "prompt one" });
+    expect(await s.finish(prior)).toMatchObject({ status: "succeeded", final_response: "answer one" });
+    for (const [prompt, answer] of [
+      ["prompt two", "answer two"],
+      ["prompt three", "answer three"],
+    ] as const) {
+      // no pause: the predecessor's finally path may still hold the lease
+      const next = await s.submit({ prompt, continue_from_task_id: prior });
+      expect(await s.finish(next)).toMatchObject({ status: "succeeded", final_response: answer });
+      prior = next;
+    }
+    const history = JSON.stringify(mock.requests.at(-1)!.body["input"]);
+    for (const seen of ["prompt one", "answer one", "prompt two", "answer two", "prompt three"]) expect(history).toContain(seen);
+  }, 90_000);
+});
+
+describe.skipIf(!CODEX_PRESENT)("item 7: silence while an approved command runs is not a disconnect", () => {
+  test("an approved `sleep 6` with event_idle_timeout_seconds = 3 succeeds", async () => {
+    const { s, mock } = await stack([{ exec: "sleep 6; echo slept-well" }, done("woke up")], { ...UNTRUSTED, event_idle_timeout_seconds: 3 });
+    const taskId = await s.submit({ prompt: "sleep" });
+    const request = await s.pending(taskId);
+    const approvedAt = Date.now();
+    expect(await s.respond(taskId, request, "approve_once")).toBeNull();
+    expect(await s.finish(taskId, 60_000)).toMatchObject({ status: "succeeded", final_response: "woke up" });
+    expect(Date.now() - approvedAt).toBeGreaterThanOrEqual(5_000);
+    expect(mock.toolOutput("call_0")).toContain("slept-well");
+  }, 90_000);
+});
+
+describe.skipIf(!CODEX_PRESENT)("item 6: Codex is run with the features its reported capabilities rely on", () => {
+  const ASK: MockStep = {
+    call: "request_user_input",
+    args: {
+      questions: [
+        {
+          id: "colour",
+          header: "Colour",
+          question: "Which colour?",
+          options: [
+            { label: "red", description: "warm" },
+            { label: "blue", description: "cool" },
+          ],
+        },
+      ],
+    },
+  };
+
+  test("list_agent_runtimes says interactive_question, the model is offered request_user_input outside Plan mode, and an answer reaches it", async () => {
+    const { s, mock } = await stack([ASK, done("blue noted")]);
+    const { runtimes } = await ok<{ runtimes: Json[] }>(s.mcp, "list_agent_runtimes");
+    expect(runtimes.find((r) => r["name"] === "codex")).toMatchObject({ interactive_question: true, interactive_approval: true });
+    const taskId = await s.submit({ prompt: "ask me" });
+    const request = await s.pending(taskId);
+    expect(request).toMatchObject({ kind: "question" });
+    const q = ((request["payload"] as Json)["questions"] as Json[])[0]!;
+    expect(q).toMatchObject({ question_id: "colour", prompt: "Colour: Which colour?", allow_free_text: true });
+    expect(await s.answer(taskId, request, [{ question_id: "colour", selected_option_ids: ["blue"], text: "a darker one" }])).toBeNull();
+    expect(await s.finish(taskId)).toMatchObject({ status: "succeeded", final_response: "blue noted" });
+    const tools = mock.requests[0]!.body["tools"] as Json[];
+    const names = tools.map((t) => t["name"]);
+    expect(names).toContain("request_permissions");
+    expect(String(tools.find((t) => t["name"] === "request_user_input")?.["description"])).toContain("Default");
+    const told = mock.toolOutput("call_0")!;
+    expect(told).toContain("blue");
+    expect(told).toContain("a darker one");
+  }, 60_000);
+
+  test("no Codex config file is written: the features travel on thread/start, CODEX_HOME's config is untouched", async () => {
+    const { s } = await stack([done("ok")]);
+    const tomls = () => (readdirSync(s.runtimeHome, { recursive: true }) as string[]).filter((f) => f.endsWith(".toml")).sort();
+    const config = readFileSync(join(s.runtimeHome, "config.toml"), "utf8");
+    const before = tomls();
+    const taskId = await s.submit({ prompt: "hello" });
+    expect(await s.finish(taskId)).toMatchObject({ status: "succeeded" });
+    expect(tomls()).toEqual(before);
+    expect(readFileSync(join(s.runtimeHome, "config.toml"), "utf8")).toBe(config);
+    expect(readdirSync(s.workspace).filter((f) => f.endsWith(".toml"))).toEqual([]);
+  }, 60_000);
+});
+
+describe.skipIf(!CODEX_PRESENT)("permission requests (request_permissions)", () => {
+  test("inside the workdir: a provider_permission approval; the granted subset is what the model is told", async () => {
+    const { s, mock } = await stack(
+      [{ call: "request_permissions", args: { permissions: { file_system: { write: ["sub"] }, network: { enabled: true } }, reason: "let me write" } }, done("granted")],
+      UNTRUSTED,
+    );
+    const taskId = await s.submit({ prompt: "ask for access" });
+    const request = await s.pending(taskId);
+    const payload = request["payload"] as Json;
+    expect(payload).toMatchObject({ category: "provider_permission", reason: "let me write" });
+    const requested = payload["requested_permissions"] as Json[];
+    expect(requested.map((p) => p["permission_id"]).sort()).toEqual(["file_system", "network"]);
+    expect(JSON.stringify(requested)).toContain('"sub"');
+    expect(JSON.stringify(payload)).not.toContain(s.workspace);
+    expect(await s.respond(taskId, request, "approve_once", ["network"])).toBeNull();
+    expect(await s.finish(taskId)).toMatchObject({ status: "succeeded", final_response: "granted" });
+    const told = JSON.parse(mock.toolOutput("call_0")!) as Json;
+    expect(told).toMatchObject({ permissions: { network: { enabled: true }, file_system: null }, scope: "turn" });
+  }, 60_000);
+
+  test("outside the workdir: declined by the Bridge with approval.auto_declined (outside_workdir), no human asked", async () => {
+    const { s, mock } = await stack(
+      [{ call: "request_permissions", args: { permissions: { file_system: { write: ["/etc"] } }, reason: "outside" } }, done("declined")],
+      UNTRUSTED,
+    );
+    const taskId = await s.submit({ prompt: "ask for /etc" });
+    const task = await s.finishOrAsk(taskId);
+    expect(task).toMatchObject({ status: "succeeded", final_response: "declined", pending_request: null });
+    const events = await s.events(taskId);
+    expect(events.map((e) => e["event_type"])).not.toContain("approval.requested");
+    expect(events.find((e) => e["event_type"] === "approval.auto_declined")?.["payload"]).toEqual({
+      category: "provider_permission",
+      title: expect.any(String),
+      reason: "outside_workdir",
+    });
+    expect(JSON.parse(mock.toolOutput("call_0")!)).toMatchObject({ permissions: { file_system: null } });
+  }, 60_000);
+});
+
+describe.skipIf(!CODEX_PRESENT)("item 3: an approval says what it will do", () => {
+  test("a command approval shows the command the model asked for and its reason; the event carries the summary", async () => {
+    const { s } = await stack([{ exec: "echo hi > said.txt", escalate: true, justification: "to write said.txt" }, done("ok")], UNTRUSTED);
+    const taskId = await s.submit({ prompt: "say hi" });
+    const request = await s.pending(taskId);
+    const payload = request["payload"] as Json;
+    expect(payload).toMatchObject({ category: "command", command: "echo hi > said.txt", reason: "to write said.txt" });
+    expect(payload["summary"]).toBe("Run a command: echo hi > said.txt");
+    const asked = (await s.events(taskId)).find((e) => e["event_type"] === "approval.requested")!["payload"] as Json;
+    expect(asked).toMatchObject({ summary: payload["summary"], category: "command", command: "echo hi > said.txt" });
+    expect(await s.respond(taskId, request, "deny")).toBeNull();
+    expect(await s.finish(taskId)).toMatchObject({ status: "succeeded" });
+  }, 60_000);
+
+  test("a patch approval gives each file its kind and a workdir-relative unified diff; a denied file's content is withheld", async () => {
+    const patch = [
+      "*** Begin Patch",
+      "*** Update File: README.md",
+      "@@",
+      "-# demo",
+      "+# demo, improved",
+      "*** Delete File: src/old.txt",
+      "*** Add File: src/new.txt",
+      "+fresh line",
+      "*** Delete File: .env",
+      "*** End Patch",
+      "",
+    ].join("\n");
+    const { s } = await stack([{ patch }, done("judged")], UNTRUSTED);
+    await Bun.write(join(s.workspace, "src/old.txt"), "going away\n");
+    await Bun.write(join(s.workspace, ".env"), "SECRET=canary-env-value\n");
+    const taskId = await s.submit({ prompt: "patch it" });
+    const request = await s.pending(taskId);
+    const payload = request["payload"] as Json;
+    expect(payload["category"]).toBe("file_change");
+    // Codex lists a patch's files in path order
+    const changes = payload["file_changes"] as Json[];
+    expect(changes).toEqual([
+      { path: ".env", kind: "delete", diff: null, withheld: true },
+      { path: "README.md", kind: "update", diff: "--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-# demo\n+# demo, improved\n" },
+      { path: "src/new.txt", kind: "add", diff: "--- /dev/null\n+++ b/src/new.txt\n@@ -0,0 +1 @@\n+fresh line\n" },
+      { path: "src/old.txt", kind: "delete", diff: "--- a/src/old.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-going away\n" },
+    ]);
+    expect(JSON.stringify(request)).not.toContain("canary-env-value");
+    expect(JSON.stringify(request)).not.toContain(s.workspace);
+    expect(payload["summary"]).toBe("Apply file changes: delete .env, update README.md, add src/new.txt, delete src/old.txt");
+    const asked = (await s.events(taskId)).find((e) => e["event_type"] === "approval.requested")!["payload"] as Json;
+    expect(asked).toMatchObject({
+      summary: payload["summary"],
+      category: "file_change",
+      paths: changes.map((c) => ({ path: c["path"], kind: c["kind"] })),
+    });
+    expect(JSON.stringify(asked)).not.toContain("improved");
+    expect(await s.respond(taskId, request, "deny")).toBeNull();
+    expect(await s.finish(taskId)).toMatchObject({ status: "succeeded", final_response: "judged" });
+    expect(readFileSync(join(s.workspace, "README.md"), "utf8")).toBe("# demo\n");
+  }, 60_000);
+
+  test("a diff longer than 16 KiB is cut and says truncated", async () => {
+    const big = Array.from({ length: 1200 }, (_, i) => `+line ${i} ${"x".repeat(20)}`).join("\n");
+    const { s } = await stack([{ patch: `*** Begin Patch\n*** Add File: big.txt\n${big}\n*** End Patch\n` }, done("big")], UNTRUSTED);
+    const taskId = await s.submit({ prompt: "add a big file" });
+    const request = await s.pending(taskId);
+    const [change] = (request["payload"] as Json)["file_changes"] as Json[];
+    expect(change).toMatchObject({ path: "big.txt", kind: "add", truncated: true });
+    expect(Buffer.byteLength(String(change!["diff"]))).toBeLessThanOrEqual(16_384);
+    expect(String(change!["diff"])).toStartWith("--- /dev/null\n+++ b/big.txt\n@@ -0,0 +1,1200 @@\n+line 0 ");
+    expect(await s.respond(taskId, request, "deny")).toBeNull();
+    expect(await s.finish(taskId)).toMatchObject({ status: "succeeded" });
+  }, 60_000);
+});
+
+describe.skipIf(!CODEX_PRESENT)("item 4: events tell what happened", () => {
+  test("a command's output reaches its item.completed event, cut to its last 4 KiB", async () => {
+    const { s } = await stack([{ exec: "for i in $(seq 1 600); do echo line-$i-of-output; done; echo THE-END" }, done("printed")], UNTRUSTED);
+    const taskId = await s.submit({ prompt: "print a lot" });
+    const { task } = await approveEverything(s, taskId);
+    expect(task).toMatchObject({ status: "succeeded", final_response: "printed" });
+    const completed = (await s.events(taskId))
+      .map((e) => e["payload"] as Json)
+      .find((p) => p["type"] === "commandExecution" && typeof p["output"] === "string")!;
+    expect(completed).toMatchObject({ status: "completed", exitCode: 0, truncated: true });
+    const output = String(completed["output"]);
+    expect(Buffer.byteLength(output)).toBeLessThanOrEqual(4096);
+    expect(output.trimEnd()).toEndWith("THE-END");
+    expect(output).not.toContain("line-1-of-output");
+  }, 60_000);
+});
