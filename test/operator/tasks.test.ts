@@ -4,7 +4,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, isTerminalTask, rpc, startBridgeProcess, waitForTask } from "../helpers/bridge.ts";
+import { poll } from "../helpers/poll.ts";
 import { runCli, spawnCli } from "../helpers/process.ts";
+import { SERVERFS_SHELL } from "../helpers/workspace.ts";
 
 type Task = Record<string, unknown> & { task_id: string; status: string };
 type TaskEvent = { event_id: number; event_type: string; payload: Record<string, unknown> };
@@ -172,12 +174,22 @@ describe("tasks events (task.events)", () => {
     const r = await tasks("events", chatty.task_id);
     expect(r.code).toBe(0);
     const [header, ...rows] = lines(r.stdout);
-    expect(header).toMatch(/^EVENT\s+AT\s+TYPE\s+PAYLOAD$/);
-    expect(rows.map((l) => l.split(/\s+/)[0])).toEqual(expected.map((e) => `#${e.event_id}`));
-    expect(rows.map((l) => l.split(/\s+/)[2])).toEqual(["task.started", "agent.message", "agent.message", "agent.message", "task.completed"]);
-    expect(rows[1]).toEndWith('text="event 1"');
+    expect(header).toMatch(/^#\s+EVENT\s+AT\s+TYPE\s+DETAIL$/);
+    // #n counts within the task; EVENT is the global id --after takes
+    expect(rows.map((l) => l.split(/\s+/)[0])).toEqual(expected.map((_, i) => `#${i + 1}`));
+    expect(rows.map((l) => l.split(/\s+/)[1])).toEqual(expected.map((e) => String(e.event_id)));
+    expect(rows.map((l) => l.split(/\s+/)[3])).toEqual(["task.started", "agent.message", "agent.message", "agent.message", "task.completed"]);
+    // an event's text is shown as its text
+    expect(rows[1]).toEndWith('"event 1"');
     const typeColumn = header!.indexOf("TYPE");
     for (const row of rows) expect(row.slice(typeColumn)).toMatch(/^(task|agent)\./);
+  });
+
+  test("--after N keeps counting within the task", async () => {
+    const all = await rpcEvents(chatty.task_id);
+    const r = await tasks("events", chatty.task_id, "--after", String(all[1]!.event_id));
+    const rows = lines(r.stdout).slice(1);
+    expect(rows.map((l) => l.split(/\s+/)[0])).toEqual(["#3", "#4", "#5"]);
   });
 
   test("--after N starts after that event id; --json is {correlation_id, events, next_after_event_id}", async () => {
@@ -214,11 +226,14 @@ describe("tasks tail (task.events with wait_ms)", () => {
     const { id, stdout, code, startedWhile } = await tailWhileRunning();
     expect(startedWhile).not.toBe("succeeded");
     expect(code).toBe(0);
-    const out = lines(stdout);
+    const [header, ...out] = lines(stdout);
+    // the same columns as `tasks events`
+    expect(header).toMatch(/^#\s+EVENT\s+AT\s+TYPE\s+DETAIL$/);
     const events = (await call<{ events: TaskEvent[] }>(env.socketPath, "task.events", { task_id: id })).events;
-    expect(out.slice(0, -1).map((l) => l.split(/\s+/)[0])).toEqual(events.map((e) => `#${e.event_id}`));
-    expect(out.slice(0, -1).map((l) => l.split(/\s+/)[2])).toEqual(["task.started", "task.completed"]);
-    expect(out.at(-1)).toBe(`task ${id} succeeded`);
+    expect(out.slice(0, -1).map((l) => l.split(/\s+/)[1])).toEqual(events.map((e) => String(e.event_id)));
+    expect(out.slice(0, -1).map((l) => l.split(/\s+/)[3])).toEqual(["task.started", "task.completed"]);
+    expect(header!.indexOf("TYPE")).toBe(out[0]!.indexOf("task.started"));
+    expect(out.at(-1)).toBe(`task ${id} ended succeeded after 2 events`);
   }, 30_000);
 
   test("--json gives one JSON object per line: each event envelope, then {task_id, status, error_code}", async () => {
@@ -233,7 +248,7 @@ describe("tasks tail (task.events with wait_ms)", () => {
   test("a task that has already ended prints its events and final status at once", async () => {
     const r = await tasks("tail", failed.task_id);
     expect(r.code).toBe(0);
-    expect(lines(r.stdout).at(-1)).toBe(`task ${failed.task_id} failed: AGENT_PROVIDER_ERROR`);
+    expect(lines(r.stdout).at(-1)).toMatch(new RegExp(`^task ${failed.task_id} ended failed: AGENT_PROVIDER_ERROR after \\d+ events$`));
     expect(r.stdout).toContain("task.failed");
   });
 
@@ -273,4 +288,76 @@ describe("tasks without a Bridge", () => {
       idle.dir.remove();
     }
   });
+});
+
+describe("what tasks show and tail tell in each state", () => {
+  let own: BridgeEnv;
+  let ownBridge: BridgeProcess;
+  const ownTasks = (...args: string[]) => runCli(["tasks", ...args, "--config", own.configPath]);
+  const resultLine = async (id: string) => lines((await ownTasks("show", id)).stdout).find((l) => l.startsWith("result "))?.slice(7).trim();
+
+  beforeAll(async () => {
+    own = bridgeEnv();
+    ownBridge = await startBridgeProcess(own);
+  }, 30_000);
+  afterAll(async () => {
+    await ownBridge?.stop();
+    own?.dir.remove();
+  });
+  const ownSubmit = async (prompt: string) =>
+    (await call<{ task_id: string }>(own.socketPath, "task.submit", { runtime: "fake", workdir: "repo", path: "", profile: "review", prompt })).task_id;
+
+  test("result: cancelled, failed, running and spooled tasks each say what is true", async () => {
+    const running = await ownSubmit("wait:");
+    await waitForTask(own.socketPath, running, (t) => t["status"] === "running");
+    expect(await resultLine(running)).toBe("none yet: the task has not ended");
+    await call(own.socketPath, "task.cancel", { task_id: running });
+    await waitForTask(own.socketPath, running, isTerminalTask);
+    expect(await resultLine(running)).toBe("none: the task was cancelled before a final response");
+    const broken = await ownSubmit("fail:boom");
+    await waitForTask(own.socketPath, broken, isTerminalTask);
+    expect(await resultLine(broken)).toBe("none: the task failed (AGENT_PROVIDER_ERROR)");
+    const big = await ownSubmit("repeat:200000:ab");
+    await waitForTask(own.socketPath, big, isTerminalTask);
+    expect(await resultLine(big)).toMatch(/^spooled, retrievable with read_agent_task_result, 400000 bytes, sha256 [0-9a-f]{64}$/);
+  }, 30_000);
+
+  test("tail on a terminal shows a waiting line while nothing arrives, erased by the next line", async () => {
+    const id = await ownSubmit("sleep:1500:done");
+    // script(1) gives the tail a real terminal
+    const proc = Bun.spawn(["script", "-qec", `${SERVERFS_SHELL} tasks tail ${id} --config ${own.configPath}`, "/dev/null"], {
+      env: { ...process.env, NO_COLOR: "1" },
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const [out, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+    expect(code).toBe(0);
+    expect(out).toContain("… waiting for events (the task is");
+    expect(out).toContain("\r\x1b[K");
+    expect(out).toMatch(new RegExp(`task ${id} ended succeeded after \\d+ events`));
+  }, 30_000);
+
+  test("tail says where the story stops when the Bridge goes away, then exits 1", async () => {
+    const id = await ownSubmit("wait:");
+    await waitForTask(own.socketPath, id, (t) => t["status"] === "running");
+    const proc = spawnCli(["tasks", "tail", id, "--config", own.configPath]);
+    const stderr = new Response(proc.stderr).text();
+    const reader = proc.stdout.getReader();
+    let stdout = "";
+    const more = async () => {
+      const { value, done } = await reader.read();
+      if (value) stdout += new TextDecoder().decode(value);
+      return done;
+    };
+    // the tail is following once its first event line is out; then the Bridge stops
+    await poll(async () => (await more()) || /task\.started/.test(stdout), 10_000, "the tail's first event");
+    await ownBridge.stop();
+    while (!(await more()));
+    expect(await proc.exited).toBe(1);
+    const out = lines(stdout);
+    expect(out.at(-1)).toMatch(new RegExp(`^task ${id} was (running|interrupted) when the Bridge went away \\(last event #\\d+\\)$`));
+    expect(await stderr).toStartWith("serverfs: AGENT_BRIDGE_UNAVAILABLE: ");
+    ownBridge = await startBridgeProcess(own);
+  }, 40_000);
 });

@@ -20,7 +20,7 @@ import { booleanFlag, intFlag, type ParsedArgs, stringFlag, UsageError } from ".
 import { suggestion } from "../../shared/did-you-mean.ts";
 import { BridgeClient } from "../mcp/bridge-client.ts";
 import { EventsResult, TaskResult } from "../mcp/agent/schemas.ts";
-import { paint, printJson, printJsonLine, printLine, runCommand, type Style, table } from "./output.ts";
+import { paint, printJson, printJsonLine, printLine, runCommand, type Style, table, writeStdout } from "./output.ts";
 
 type Task = v.InferOutput<typeof TaskResult>;
 type TaskEvent = v.InferOutput<typeof EventsResult>["events"][number];
@@ -34,6 +34,8 @@ const TAIL_WAIT_MS = 20_000;
 const PREVIEW_BYTES = 1024;
 /** How much of one payload value an event line shows. */
 const VALUE_CHARS = 80;
+/** How much of an event's text (an agent's message) its line shows. */
+const TEXT_CHARS = 160;
 
 const STATUS_STYLE: Partial<Record<string, Style>> = {
   succeeded: "green",
@@ -145,11 +147,26 @@ function preview(task: Task): { text: string; cut: boolean } | null {
   return { text, cut: truncated || task.final_response_truncated };
 }
 
+/** What is true of the result in each state: never a bare "none yet" for a task that has ended. */
 function resultSummary(task: Task): string {
   const r = task.result;
-  if (r.size_bytes === null) return "none yet";
-  const where = r.storage === "spool" ? "spooled, retrievable" : "inline";
-  return `${where}, ${r.size_bytes} bytes, sha256 ${r.sha256 ?? "unknown"}`;
+  if (r.size_bytes !== null) {
+    const where = r.storage === "inline" ? "inline" : r.retrievable ? "spooled, retrievable with read_agent_task_result" : "spooled, no longer retrievable";
+    return `${where}, ${r.size_bytes} bytes, sha256 ${r.sha256 ?? "unknown"}`;
+  }
+  const why = task.error_code === null ? "" : ` (${task.error_code})`;
+  switch (task.status) {
+    case "succeeded":
+      return task.manifest_sha256 === null ? "none recorded (a task migrated from v0.6, which kept no result)" : "none (the agent ended without a final response)";
+    case "failed":
+      return `none: the task failed${why}`;
+    case "cancelled":
+      return "none: the task was cancelled before a final response";
+    case "interrupted":
+      return `none: the task was interrupted${why}`;
+    default:
+      return "none yet: the task has not ended";
+  }
 }
 
 function pendingSummary(task: Task): string | null {
@@ -209,13 +226,49 @@ function valueText(value: unknown): string {
   return text.length > VALUE_CHARS ? `${text.slice(0, VALUE_CHARS - 1)}…` : text;
 }
 
-/** `key=value` pairs of a payload, each value on one line and short. */
-const payloadSummary = (payload: Record<string, unknown>) =>
-  Object.entries(payload)
+/**
+ * What an event says, on one line: its text where it has one (an agent's message, a tool's output),
+ * quoted and cut, then the other payload fields as short `key=value` pairs.
+ */
+function eventDetail(payload: Record<string, unknown>): string {
+  const text = typeof payload["text"] === "string" ? (payload["text"] as string) : null;
+  const rest = Object.entries(payload)
+    .filter(([k]) => k !== "text")
     .map(([k, val]) => `${k}=${valueText(val)}`)
     .join(" ");
+  if (text === null) return rest;
+  const flat = text.replace(/\s*\n\s*/g, " ⏎ ").trim();
+  const shown = flat.length > TEXT_CHARS ? `${flat.slice(0, TEXT_CHARS - 1)}…` : flat;
+  return `${JSON.stringify(shown)}${rest === "" ? "" : ` ${rest}`}`;
+}
 
-const eventRow = (e: TaskEvent) => [`#${e.event_id}`, e.created_at, e.event_type, payloadSummary(e.payload as Record<string, unknown>)];
+/**
+ * Events of one task as a person follows them: `#n` counts within the task (1 is its first event),
+ * EVENT is the global id that `--after` takes. `events` and `tail` share these fixed widths, so a
+ * line arriving alone in `tail` lines up with the header like a table.
+ */
+const COLUMNS = [
+  ["#", 5],
+  ["EVENT", 8],
+  ["AT", 24],
+  ["TYPE", 26],
+] as const;
+const eventsHeader = () => paint("bold", `${COLUMNS.map(([h, w]) => h.padEnd(w)).join("  ")}  DETAIL`);
+const eventLine = (n: number, e: TaskEvent) =>
+  `${[`#${n}`, String(e.event_id), e.created_at, e.event_type].map((cell, i) => cell.padEnd(COLUMNS[i]![1])).join("  ")}  ${eventDetail(e.payload as Record<string, unknown>)}`.trimEnd();
+
+/** How many of the task's events come at or before the global id `after` (so `#n` stays the task's own count). */
+async function countThrough(client: BridgeClient, taskId: string, after: number): Promise<number> {
+  let n = 0;
+  for (let cursor = 0; cursor < after; ) {
+    const page = await eventsPage(client, taskId, cursor, PAGE_LIMIT);
+    const upTo = page.events.filter((e) => e.event_id <= after);
+    n += upTo.length;
+    if (upTo.length < page.events.length || page.events.length === 0) break;
+    cursor = page.next_after_event_id;
+  }
+  return n;
+}
 
 async function events(client: BridgeClient, taskId: string, after: number, limit: number | undefined, json: boolean): Promise<number> {
   const collected: TaskEvent[] = [];
@@ -233,34 +286,63 @@ async function events(client: BridgeClient, taskId: string, after: number, limit
     printJson({ correlation_id: correlationId, events: collected, next_after_event_id: cursor });
     return 0;
   }
-  if (collected.length === 0) printLine("no events");
-  else for (const line of table(collected.map(eventRow), ["EVENT", "AT", "TYPE", "PAYLOAD"])) printLine(line);
+  if (collected.length === 0) {
+    printLine("no events");
+    return 0;
+  }
+  const before = after === 0 ? 0 : await countThrough(client, taskId, after);
+  printLine(eventsHeader());
+  for (const [i, e] of collected.entries()) printLine(eventLine(before + i + 1, e));
   return 0;
 }
 
-/** Event lines arrive one by one, so they are aligned to fixed widths instead of a table. */
-const tailLine = (e: TaskEvent) => {
-  const [id, at, type, payload] = eventRow(e);
-  return `${id!.padEnd(8)}  ${at}  ${type!.padEnd(26)}  ${payload}`.trimEnd();
-};
+/** A line shown only on a terminal while nothing arrives, erased by the next line. */
+const WAITING = (s: string) => `\r\x1b[K${paint("dim", `… waiting for events (the task is ${s})`)}`;
+const ERASE = "\r\x1b[K";
 
 async function tail(client: BridgeClient, taskId: string, after: number, json: boolean): Promise<number> {
+  const tty = process.stdout.isTTY === true && !json;
   let cursor = after;
+  let n = after === 0 ? 0 : await countThrough(client, taskId, after);
+  let waiting = false;
   const emit = (list: TaskEvent[]) => {
-    for (const e of list) (json ? printJsonLine(e) : printLine(tailLine(e)));
+    if (waiting && list.length > 0) {
+      writeStdout(ERASE);
+      waiting = false;
+    }
+    for (const e of list) {
+      n++;
+      if (json) printJsonLine(e);
+      else printLine(eventLine(n, e));
+    }
     if (list.length > 0) cursor = list[list.length - 1]!.event_id;
   };
   let task = await getTask(client, taskId);
-  for (;;) {
-    const terminal = isTerminal(task.status);
-    // once terminal nothing new is awaited: drain what is there without waiting, then stop
-    const page = await eventsPage(client, taskId, cursor, PAGE_LIMIT, terminal ? 0 : TAIL_WAIT_MS);
-    emit(page.events);
-    if (page.events.length === PAGE_LIMIT) continue;
-    if (terminal) break;
-    task = await getTask(client, taskId);
+  if (!json) printLine(eventsHeader());
+  try {
+    for (;;) {
+      const terminal = isTerminal(task.status);
+      if (tty && !terminal && !waiting) {
+        writeStdout(WAITING(task.status));
+        waiting = true;
+      }
+      // once terminal nothing new is awaited: drain what is there without waiting, then stop
+      const page = await eventsPage(client, taskId, cursor, PAGE_LIMIT, terminal ? 0 : TAIL_WAIT_MS);
+      emit(page.events);
+      if (page.events.length === PAGE_LIMIT) continue;
+      if (terminal) break;
+      task = await getTask(client, taskId);
+    }
+  } catch (e) {
+    if (!(isServerFsError(e) && e.code === "AGENT_BRIDGE_UNAVAILABLE")) throw e;
+    if (waiting) writeStdout(ERASE);
+    // the person is told where the story stops, then the coded error follows on stderr (exit 1)
+    if (json) printJsonLine({ task_id: task.task_id, status: task.status, bridge: "unavailable" });
+    else printLine(`task ${task.task_id} was ${status(task.status)} when the Bridge went away (last event #${n})`);
+    throw e;
   }
+  if (waiting) writeStdout(ERASE);
   if (json) printJsonLine({ task_id: task.task_id, status: task.status, error_code: task.error_code });
-  else printLine(`task ${task.task_id} ${status(task.status)}${task.error_code === null ? "" : `: ${task.error_code}`}`);
+  else printLine(`task ${task.task_id} ended ${status(task.status)}${task.error_code === null ? "" : `: ${task.error_code}`} after ${n} events`);
   return 0;
 }

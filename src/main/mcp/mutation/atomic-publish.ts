@@ -86,18 +86,26 @@ async function throughTemp<T>(dirFd: number, bytes: Uint8Array, scope: PublishSc
   }
 }
 
-/** Create-only publish: anything already at `name` (a symlink or FIFO too) → PATH_ALREADY_EXISTS. */
-export async function publishNew(dirFd: number, name: string, bytes: Uint8Array, scope: PublishScope): Promise<BigIntStats> {
-  const taken = () => new ServerFsError("PATH_ALREADY_EXISTS", `${scope.where} already exists`);
+/**
+ * Before a create in the directory held by `dirFd`: anything already at `name` is PATH_ALREADY_EXISTS
+ * at once — a cheap early answer, and a refused call changes nothing, not even stale temp files — and
+ * only then are the stale temp files of killed writers removed. The create itself still decides.
+ */
+export async function clearForCreate(dirFd: number, name: string, where: string): Promise<void> {
   let present: boolean;
   try {
     present = exists(dirFd, name);
   } catch (e) {
-    throw osError(e, "mutation", scope.where);
+    throw osError(e, "mutation", where);
   }
-  // A cheap early answer that spares writing the temp file; the link below is what decides.
-  if (present) throw taken();
+  if (present) throw new ServerFsError("PATH_ALREADY_EXISTS", `${where} already exists`);
   await removeStaleTemps(dirFd);
+}
+
+/** Create-only publish: anything already at `name` (a symlink or FIFO too) → PATH_ALREADY_EXISTS. */
+export async function publishNew(dirFd: number, name: string, bytes: Uint8Array, scope: PublishScope): Promise<BigIntStats> {
+  const taken = () => new ServerFsError("PATH_ALREADY_EXISTS", `${scope.where} already exists`);
+  await clearForCreate(dirFd, name, scope.where);
   const mode = NEW_FILE_MODE & ~process.umask();
   return throughTemp(dirFd, bytes, scope, {
     beforeContent: () => {},

@@ -5,9 +5,8 @@ import { at } from "../../../shared/fs/dir-handle.ts";
 import { osError } from "../../../shared/fs/os-errors.ts";
 import { revisionOf } from "../../../shared/fs/stat.ts";
 import type { McpDeps } from "../deps.ts";
-import { finalStat } from "../mutation/atomic-publish.ts";
+import { clearForCreate, finalStat } from "../mutation/atomic-publish.ts";
 import { runMutation } from "../mutation/pipeline.ts";
-import { removeStaleTemps } from "../mutation/temp-files.ts";
 import { defineTool } from "../tool.ts";
 
 /** The kernel applies the umask. */
@@ -33,7 +32,7 @@ export const createDirectory = (deps: McpDeps) =>
         commit(scope) {
           const { where } = scope;
           return scope.inParent("PARENT_NOT_FOUND", async (dirFd, name) => {
-            await removeStaleTemps(dirFd);
+            await clearForCreate(dirFd, name, where);
             return scope.exclusive(() => {
               try {
                 mkdirSync(at(dirFd, name), NEW_DIRECTORY_MODE);
