@@ -10,6 +10,9 @@
  *
  * `--echo-server SOCKET` runs only the echo server (the benchmark starts itself that way, so the
  * echo server, like the Bridge, is a process of its own).
+ *
+ * `--faults` runs only the figures of docs/reliability.md "The Bridge under faults" (submit latency
+ * under a burst) and prints their JSON document.
  */
 import type { Socket } from "bun";
 import { mkdirSync, readdirSync, readFileSync } from "node:fs";
@@ -31,6 +34,7 @@ import { type IngestRound, ingestRound } from "./lib/bridge-ingest.ts";
 import { connectLines, type LineClient, type RoundTrips, roundTrips } from "./lib/bridge-line-client.ts";
 import { maxRssDuring, peakRssMb, rssMb } from "./lib/bridge-rss.ts";
 import { rawBatchedInserts, seedFinishedTasks } from "./lib/bridge-seed.ts";
+import { submitBurst } from "./lib/bridge-submit-burst.ts";
 import { median, ms } from "./lib/measure.ts";
 
 /** The whole run must end within this (2 shared cores). */
@@ -516,5 +520,45 @@ async function main(): Promise<void> {
   }
 }
 
+const BURST = { tasks: 200, connections: 8, rounds: 3 };
+
+/** The faults figures: submit p50/p99 while 200 submissions arrive at once, median of a few bursts. */
+async function faults(): Promise<void> {
+  const began = performance.now();
+  const loadBefore = loadAverage();
+  const env = bridgeEnv({ lifecycle: { ...LIFECYCLE, max_active_tasks: BURST.tasks } });
+  const live = new Set<BridgeProcess>();
+  try {
+    const { bridge } = await timedStart(env, live);
+    const bursts = [];
+    for (let round = 1; round <= BURST.rounds; round++) {
+      log(`submit burst ${round}/${BURST.rounds}: ${BURST.tasks} submissions over ${BURST.connections} connections`);
+      bursts.push(await submitBurst(env, BURST.tasks, BURST.connections));
+    }
+    await stopBridge(bridge, live);
+    const report = {
+      benchmark: "serverfs bridge: faults",
+      date: new Date().toISOString(),
+      environment: { cpus: navigator.hardwareConcurrency, bun: Bun.version, load_average_before: loadBefore, load_average_after: loadAverage() },
+      method: {
+        submit_burst: `${BURST.tasks} task.submit (fake review tasks) as fast as ${BURST.connections} connections can send them, one in flight per connection, each timed from write to answer; ${BURST.rounds} bursts, each after the previous tasks ended; medians of the bursts' figures`,
+      },
+      submit_burst: {
+        p50_ms: median(bursts.map((b) => b.p50_ms)),
+        p99_ms: median(bursts.map((b) => b.p99_ms)),
+        max_ms: median(bursts.map((b) => b.max_ms)),
+        wall_ms: median(bursts.map((b) => b.wall_ms)),
+        bursts,
+      },
+      total_seconds: Math.round((performance.now() - began) / 100) / 10,
+    };
+    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  } finally {
+    await Promise.all([...live].map((b) => b.stop().catch(() => undefined)));
+    env.dir.remove();
+  }
+}
+
 if (process.argv[2] === "--echo-server") serveEcho(process.argv[3]!);
+else if (process.argv[2] === "--faults") await faults();
 else await main();

@@ -3,10 +3,11 @@
  * removed as a whole unit — spool file, then the row with its events and requests. A task that a
  * guard still names is skipped, and so is one whose spool entry cannot be removed (next pass).
  * Never touches an active task. Runs on whichever thread calls it, with that thread's connection.
+ * Offers `collectGarbage(scope)` (a pass) and `collectIfExpired(scope, task)` (one unit).
  */
 import { guardedSlots, readGuard } from "./leases/guard-files.ts";
 import { removeSpool } from "./spool.ts";
-import type { Store } from "./store/index.ts";
+import { isTerminal, type Store, type TaskRow } from "./store/index.ts";
 import { hoursBeforeIso, nowIso } from "./time.ts";
 
 const BATCH = 500;
@@ -23,8 +24,10 @@ export interface GcResult {
   skipped: number;
 }
 
+const cutoffOf = (scope: GcScope): string => hoursBeforeIso(nowIso(), scope.retentionHours);
+
 export function collectGarbage(scope: GcScope): GcResult {
-  const cutoff = hoursBeforeIso(nowIso(), scope.retentionHours);
+  const cutoff = cutoffOf(scope);
   const guarded = new Set<string>();
   for (const slot of guardedSlots(scope.lockDir)) {
     const g = readGuard(scope.lockDir, slot);
@@ -50,4 +53,16 @@ export function collectGarbage(scope: GcScope): GcResult {
     result.deleted += deleted.size;
     for (const id of removable) if (!deleted.has(id)) skippedIds.add(id);
   }
+}
+
+/**
+ * One task unit, collected at once if it is expired, exactly as a pass would (not while a guard names
+ * it, spool file first): an idempotency lookup that finds it frees its key without waiting for a pass.
+ */
+export function collectIfExpired(scope: GcScope, task: TaskRow): boolean {
+  if (!isTerminal(task.status) || task.completed_at === null || task.completed_at >= cutoffOf(scope)) return false;
+  const guard = readGuard(scope.lockDir, task.workdir_slot);
+  if (guard.kind === "valid" && guard.guard.task_id === task.task_id) return false;
+  if (!removeSpool(scope.stateDir, task.task_id)) return false;
+  return scope.store.deleteTask(task.task_id);
 }

@@ -7,8 +7,8 @@
  *
  * Offers:
  * - `reconcileAtStartup(scope)`: §12.2, before the socket opens — rows T1–T6 for every active task
- *   (with the `runtime.reconcile_*` pair, orphans terminated when `terminateOrphans`), then G1–G3 for
- *   every other guard.
+ *   (with the `runtime.reconcile_*` pair, orphans terminated when `terminateOrphans`, all at once),
+ *   then G1–G3 for every other guard.
  * - `reconcileSlotLazily(scope, slot)`: §12.3 at write submit; true when the slot has no guard left.
  * - `settleFinding(scope, finding)`: §12.3 periodic; acts on one gone verdict of the maintenance sweep.
  * Lazy and periodic send no signals and append only `task.reconciled` (+ `task.interrupted`).
@@ -57,14 +57,24 @@ const subjectOf = (slot: number | null, t: { task_id: string; correlation_id: st
 
 const guardSubject = (g: Guard): RecoverySubject => ({ slot: g.slot, taskId: g.task_id, correlationId: g.correlation_id });
 
+/** A startup decision: the verdict, and whether an orphan termination was tried (its audit line). */
+interface StartupDecision {
+  verdict: Verdict;
+  terminated: boolean;
+}
+
 /** Rows T2–T5 at startup: an orphan that outlived the crashed Bridge is terminated when allowed. */
-async function decideAtStartup(e: Evidence, scope: StartupScope, subject: RecoverySubject): Promise<Verdict> {
+async function decideAtStartup(e: Evidence, scope: StartupScope): Promise<StartupDecision> {
   const checked = checkVerdict(e);
-  if (checked.providerActive !== true || !scope.terminateOrphans) return checked;
+  if (checked.providerActive !== true || !scope.terminateOrphans) return { verdict: checked, terminated: false };
   const { proven } = await terminateProcessGroup(e.pgid, e.startTime, e.mark);
-  const verdict: Verdict = proven ? goneVerdict(e) : { status: "UNKNOWN", providerActive: true };
-  auditRecovery(scope.audit, "recovery.orphan_terminated", subject, verdict);
-  return verdict;
+  return { verdict: proven ? goneVerdict(e) : { status: "UNKNOWN", providerActive: true }, terminated: true };
+}
+
+/** The decision's own audit line, written with the task's other records, in order. */
+function auditDecision(scope: StartupScope, subject: RecoverySubject, decision: StartupDecision): Verdict {
+  if (decision.terminated) auditRecovery(scope.audit, "recovery.orphan_terminated", subject, decision.verdict);
+  return decision.verdict;
 }
 
 /** The guard column: removed only for a proven-gone provider, and only the guard naming this task. */
@@ -83,32 +93,89 @@ function applyGuard(scope: RecoveryScope, subject: RecoverySubject, verdict: Ver
 
 const failureFields = (e: unknown) => ({ error_type: e instanceof Error ? e.name : typeof e });
 
-/** §12.2 at startup: every active task (by created_at), then every guard not handled that way. */
-export async function reconcileAtStartup(scope: StartupScope): Promise<void> {
-  const handled = new Set<string>();
-  for (const task of scope.store.listActive()) {
-    handled.add(task.task_id);
-    try {
-      await reconcileActiveTask(scope, task);
-    } catch (e) {
-      scope.audit.error("reconcile_failed", { task_id: task.task_id, ...failureFields(e) });
-    }
-  }
-  for (const slot of guardedSlots(scope.lockDir)) {
-    try {
-      await reconcileGuardAlone(scope, slot, handled);
-    } catch (e) {
-      scope.audit.error("reconcile_failed", { slot, ...failureFields(e) });
-    }
+type Where = { task_id: string } | { slot: number };
+
+const reconcileFailed = (scope: StartupScope, where: Where, e: unknown): void => scope.audit.error("reconcile_failed", { ...where, ...failureFields(e) });
+
+/** Runs one step of startup reconciliation; a failure is logged and never stops startup. */
+function logged(scope: StartupScope, where: Where, step: () => void): boolean {
+  try {
+    step();
+    return true;
+  } catch (e) {
+    reconcileFailed(scope, where, e);
+    return false;
   }
 }
 
-async function reconcileActiveTask(scope: StartupScope, task: TaskRow): Promise<void> {
+type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
+const settled = <T>(p: Promise<T>): Promise<Settled<T>> =>
+  p.then(
+    (value) => ({ ok: true as const, value }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
+
+/** A guard entry as startup finds it: invalid (G3), naming an active task (handled with it), or alone (G1, G2). */
+type GuardAtStartup =
+  | { kind: "invalid"; slot: number }
+  | { kind: "handled" }
+  | { kind: "alone"; slot: number; guard: Guard; row: TaskRow | null };
+
+function guardAtStartup(scope: StartupScope, slot: number, handled: ReadonlySet<string>): GuardAtStartup {
+  const read = readGuard(scope.lockDir, slot);
+  if (read.kind === "absent") return { kind: "handled" };
+  if (read.kind === "invalid") return { kind: "invalid", slot };
+  if (handled.has(read.guard.task_id)) return { kind: "handled" };
+  return { kind: "alone", slot, guard: read.guard, row: scope.store.getTask(read.guard.task_id) };
+}
+
+/**
+ * §12.2 at startup: every active task (by created_at), then every guard not handled that way. The
+ * decisions — each a group check, and for a live orphan a termination of up to one bound (SIGTERM,
+ * 5 s, SIGKILL, 5 s) — all run at once, so the socket opens within about one bound however many
+ * orphans there are. The records are still written in order: every task's `runtime.reconcile_started`
+ * before any decision, then task after task in created_at order its audit lines, events, status
+ * change and guard, then guard after guard by slot.
+ */
+export async function reconcileAtStartup(scope: StartupScope): Promise<void> {
+  const tasks = scope.store.listActive();
+  const begun = tasks.map((task) =>
+    logged(scope, { task_id: task.task_id }, () => {
+      scope.store.appendEvents(task.task_id, [{ type: "runtime.reconcile_started", payload: { runtime: task.runtime } }]);
+    }),
+  );
+  const handled = new Set(tasks.map((t) => t.task_id));
+  const guards = guardedSlots(scope.lockDir).map((slot) => guardAtStartup(scope, slot, handled));
+
+  const taskDecisions = tasks.map((task, i) => (begun[i] ? settled(decideAtStartup(evidenceOfTask(task), scope)) : null));
+  const guardDecisions = guards.map((g) =>
+    g.kind === "alone" ? settled(decideAtStartup(g.row ? evidenceOfTask(g.row) : evidenceOfGuard(g.guard), scope)) : null,
+  );
+
+  for (const [i, task] of tasks.entries()) {
+    const decided = await taskDecisions[i];
+    if (!decided) continue;
+    const where = { task_id: task.task_id };
+    if (!decided.ok) reconcileFailed(scope, where, decided.error);
+    else logged(scope, where, () => recordActiveTask(scope, task, decided.value));
+  }
+  for (const [i, g] of guards.entries()) {
+    if (g.kind === "invalid") {
+      auditRecovery(scope.audit, "recovery.guard_kept", { slot: g.slot, taskId: null, correlationId: null }, { status: "UNKNOWN", providerActive: null });
+    }
+    const decided = await guardDecisions[i];
+    if (!decided || g.kind !== "alone") continue;
+    const where = { slot: g.slot };
+    if (!decided.ok) reconcileFailed(scope, where, decided.error);
+    else logged(scope, where, () => recordGuardAlone(scope, g.guard, g.row, decided.value));
+  }
+}
+
+/** Rows T1–T6 for one active task: the decision's records, the interrupt, the guard column. */
+function recordActiveTask(scope: StartupScope, task: TaskRow, decision: StartupDecision): void {
   const { store } = scope;
-  const slot = task.profile === "workspace-write" ? task.workdir_slot : null;
-  const subject = subjectOf(slot, task);
-  store.appendEvents(task.task_id, [{ type: "runtime.reconcile_started", payload: { runtime: task.runtime } }]);
-  const verdict = await decideAtStartup(evidenceOfTask(task), scope, subject);
+  const subject = subjectOf(task.profile === "workspace-write" ? task.workdir_slot : null, task);
+  const verdict = auditDecision(scope, subject, decision);
   const code = task.deadline_at !== null && task.deadline_at <= nowIso() ? "AGENT_TASK_TIMED_OUT" : "BRIDGE_RESTARTED";
   store.appendEvents(
     task.task_id,
@@ -125,19 +192,10 @@ async function reconcileActiveTask(scope: StartupScope, task: TaskRow): Promise<
   applyGuard(scope, subject, verdict);
 }
 
-/** G1 (terminal task: T2–T6 on its group, task unchanged), G2 (row missing: the guard's fields), G3 (invalid: kept). */
-async function reconcileGuardAlone(scope: StartupScope, slot: number, handled: Set<string>): Promise<void> {
-  const read = readGuard(scope.lockDir, slot);
-  if (read.kind === "absent") return;
-  if (read.kind === "invalid") {
-    auditRecovery(scope.audit, "recovery.guard_kept", { slot, taskId: null, correlationId: null }, { status: "UNKNOWN", providerActive: null });
-    return;
-  }
-  const g = read.guard;
-  if (handled.has(g.task_id)) return;
-  const row = scope.store.getTask(g.task_id);
+/** G1 (terminal task: T2–T6 on its group, task unchanged) and G2 (row missing: the guard's fields). */
+function recordGuardAlone(scope: StartupScope, g: Guard, row: TaskRow | null, decision: StartupDecision): void {
   const subject = guardSubject(g);
-  const verdict = await decideAtStartup(row ? evidenceOfTask(row) : evidenceOfGuard(g), scope, subject);
+  const verdict = auditDecision(scope, subject, decision);
   if (row) {
     scope.store.appendEvents(g.task_id, [{ type: "task.reconciled", payload: { status: verdict.status, provider_active: verdict.providerActive } }], {
       allowTerminal: true,

@@ -27,6 +27,7 @@ import { isCompiled, selfCommand, workerUrl } from "../self-command.ts";
 import { bridgeHandlers } from "./rpc-handlers.ts";
 import { startRpcServer } from "./rpc/server.ts";
 import { RuntimeProbes } from "./service/runtime-probes.ts";
+import { singleFlight } from "./service/single-flight.ts";
 import { TaskService } from "./service/task-service.ts";
 
 export interface RunningBridge {
@@ -86,9 +87,9 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
       probes,
       provider: provider.remote,
       spool: spool.remote,
-      gc: async () => {
+      gc: singleFlight(async () => {
         await maintenance.remote.gc();
-      },
+      }),
       sharingGid,
     });
     await maintenance.remote.start(

@@ -12,6 +12,7 @@ import type { Config } from "../../../shared/config/load.ts";
 import type { RuntimeName } from "../../../shared/config/schema.ts";
 import { type ErrorCode, ServerFsError } from "../../../shared/errors.ts";
 import { isRequestId, isTaskId, newMark, newRequestId, newTaskId } from "../../../shared/ids.ts";
+import { collectIfExpired, type GcScope } from "../../../shared/retention.ts";
 import { isStorageFault } from "../../../shared/storage-fault.ts";
 import { buildManifest } from "../../../shared/manifest.ts";
 import {
@@ -60,7 +61,7 @@ export interface ServiceDeps {
   probes: RuntimeProbes;
   provider: Remote<ProviderWorker>;
   spool: Remote<SpoolApi>;
-  /** Runs one retention GC pass (in the maintenance worker) and resolves when it is done. */
+  /** Asks for a retention GC pass (in the maintenance worker; at most one in flight) and resolves when it is done. */
   gc: () => Promise<void>;
   sharingGid: number | null;
 }
@@ -177,7 +178,8 @@ export class TaskService {
     if (this.closing) throw new ServerFsError("BRIDGE_CLOSED", "the Bridge is shutting down");
     const correlationId = opaqueValue(p.correlation_id, "correlation_id");
     const idempotencyKey = opaqueValue(p.idempotency_key, "idempotency_key");
-    await this.deps.gc();
+    // step 3 without the wait: the pass runs beside the submit; the lookup below frees an expired key itself
+    void this.deps.gc().catch(() => undefined);
     checkPrompt(p.prompt);
     const path = normalizeStartPath(p.path);
     const continueFrom = p.continue_from_task_id || null;
@@ -192,7 +194,7 @@ export class TaskService {
     const replay = () => {
       if (idempotencyKey === null) return null;
       const existing = this.store.findByIdempotencyKey(idempotencyKey);
-      if (!existing) return null;
+      if (!existing || collectIfExpired(this.gcScope, existing)) return null;
       if (existing.request_fingerprint !== fingerprint) {
         throw new ServerFsError("AGENT_IDEMPOTENCY_CONFLICT", "this idempotency key was used for a different request");
       }
@@ -355,6 +357,11 @@ export class TaskService {
     if (!cleared) {
       throw new ServerFsError("WORKDIR_RECOVERY_REQUIRED", "the workdir slot has an unresolved active-slot guard");
     }
+  }
+
+  private get gcScope(): GcScope {
+    const { stateDir, lockDir } = this.deps.config.bridge;
+    return { store: this.store, stateDir, lockDir, retentionHours: this.lifecycle.retention_hours };
   }
 
   private get recoveryScope(): RecoveryScope {

@@ -1,0 +1,76 @@
+/**
+ * Startup is not held hostage by orphans (docs/reliability.md "The Bridge under faults"). Six tasks
+ * each leave an orphan that ignores SIGTERM (a marked stray that left the provider's group and traps
+ * TERM) when the Bridge is killed with SIGKILL. At the next start every orphan is terminated — SIGTERM,
+ * the 5 s grace, SIGKILL — all at once, so the socket opens within about one termination bound, not
+ * six; the records are still written task by task in created_at order.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { allEvents, type BridgeProcess, call, startBridgeProcess, waitForTask } from "../helpers/bridge.ts";
+import { cleanup, crash, isAlive, mcpView, startStray, taskRow, writeEnv } from "./support.ts";
+
+const ORPHANS = 6;
+/** One termination bound (5 s grace + SIGKILL) and a start, with a generous margin; six in a row take 31 s. */
+const OPEN_WITHIN_MS = 12_000;
+
+const setup = writeEnv(1, { lifecycle: { maintenance_interval_seconds: 1, max_active_tasks: 16 } });
+const { env } = setup;
+const bridges: BridgeProcess[] = [];
+
+afterAll(async () => {
+  for (const b of bridges) if (b.proc.exitCode === null) await b.stop();
+  await cleanup([env.stateDir]);
+  setup.remove();
+});
+
+describe("startup reconciliation with several SIGTERM-ignoring orphans", () => {
+  test("terminates them in parallel: the socket opens within one bound, records in created_at order", async () => {
+    const first = await startBridgeProcess(env);
+    bridges.push(first);
+    const ids: string[] = [];
+    for (let i = 0; i < ORPHANS; i++) {
+      // one write task (guard) and review tasks, created one after the other
+      const profile = i === 0 ? "workspace-write" : "review";
+      const { task_id } = await call<{ task_id: string }>(env.socketPath, "task.submit", { runtime: "fake", workdir: "repo", path: "", profile, prompt: "wait:" });
+      ids.push(task_id);
+    }
+    const strays = [];
+    for (const id of ids) {
+      await waitForTask(env.socketPath, id, (t) => t["status"] === "running");
+      strays.push(startStray(taskRow(env.stateDir, id)!.provider_mark!));
+    }
+    const children = await Promise.all(strays.map((s) => s.child()));
+    await crash(first);
+    expect(strays.every((s) => isAlive(s.pid))).toBe(true);
+    expect(mcpView(env.lockDir, 1)).toBe("recovery_required");
+
+    const start = Date.now();
+    const second = await startBridgeProcess(env);
+    bridges.push(second);
+    const opened = Date.now() - start;
+    console.log(JSON.stringify({ orphans: ORPHANS, socket_opened_ms: opened }));
+    expect(opened).toBeLessThan(OPEN_WITHIN_MS);
+
+    // every orphan is gone, every task interrupted, the guard cleared
+    expect(strays.some((s) => isAlive(s.pid)) || children.some(isAlive)).toBe(false);
+    expect(mcpView(env.lockDir, 1)).toBe("free");
+    const interruptedAt: number[] = [];
+    for (const id of ids) {
+      const t = await call(env.socketPath, "task.get", { task_id: id });
+      expect([t["status"], t["error_code"]]).toEqual(["interrupted", "BRIDGE_RESTARTED"]);
+      const events = (await allEvents(env.socketPath, id)).filter((e) => e.event_type.startsWith("runtime.reconcile") || e.event_type.startsWith("task.re") || e.event_type === "task.interrupted");
+      expect(events.map((e) => e.event_type)).toEqual(["runtime.reconcile_started", "runtime.reconcile_finished", "task.reconciled", "task.interrupted"]);
+      expect(events[1]!.payload).toMatchObject({ provider_active: false });
+      interruptedAt.push(events[3]!.event_id);
+    }
+    // tasks are reconciled in created_at order: their interrupts were written in submit order
+    expect(interruptedAt).toEqual([...interruptedAt].sort((a, b) => a - b));
+    // the audit lines too: one orphan_terminated per task, in the same order
+    const terminated = second
+      .stderr()
+      .split("\n")
+      .filter((l) => l.includes('"recovery.orphan_terminated"'))
+      .map((l) => JSON.parse(l).task_id as string);
+    expect(terminated).toEqual(ids);
+  }, 120_000);
+});
