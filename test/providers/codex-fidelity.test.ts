@@ -6,12 +6,12 @@
  * fidelity").
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type AgentStack, CODEX_BIN, CODEX_PRESENT, cliMissing, startAgentStack } from "../fixtures/agent-stack.ts";
 import { type MockOpenAI, type MockStep, startMockOpenAI } from "../fixtures/mock-openai.ts";
 import type { Table } from "../helpers/toml.ts";
-import { type Json, ok } from "../e2e/support.ts";
+import { eventually, type Json, ok } from "../e2e/support.ts";
 
 if (!CODEX_PRESENT) cliMissing("Codex", CODEX_BIN, "npm install --no-save @openai/codex@0.171.0");
 
@@ -337,5 +337,22 @@ describe.skipIf(!CODEX_PRESENT)("item 4: events tell what happened", () => {
     expect(Buffer.byteLength(output)).toBeLessThanOrEqual(4096);
     expect(output.trimEnd()).toEndWith("THE-END");
     expect(output).not.toContain("line-1-of-output");
+  }, 60_000);
+});
+
+describe.skipIf(!CODEX_PRESENT)("item 8: a cancelled sandbox leaves no litter", () => {
+  test("cancel mid-command: the sandbox's empty .git/.codex/.aws go once the group is stopped; what existed before stays", async () => {
+    const { s } = await stack([{ exec: "sleep 30" }, done("never")], { approval_policy: "never", sandbox: "workspace-write" });
+    mkdirSync(join(s.workspace, ".agents"));
+    const entries = () => readdirSync(s.workspace).sort();
+    const taskId = await s.submit({ prompt: "sleep a while" });
+    // the command is running inside its sandbox, whose mount points are now in the workdir
+    await eventually(() => entries().includes(".git"), 30_000);
+    expect(await ok(s.mcp, "cancel_agent_task", { task_id: taskId })).toMatchObject({ status: "cancelled" });
+    await eventually(() => !entries().includes(".git"), 30_000);
+    await eventually(() => !entries().includes(".codex") && !entries().includes(".aws"), 5_000);
+    expect(entries()).toEqual([".agents", "README.md", "src"]);
+    // git works there again: no empty .git shadows a repository
+    expect(existsSync(join(s.workspace, ".git"))).toBe(false);
   }, 60_000);
 });

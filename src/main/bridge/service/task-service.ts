@@ -31,6 +31,7 @@ import { type RecoveryScope, reconcileSlotLazily, settleFinding } from "../recon
 import { checkAnswers, checkApproval } from "../../../shared/hitl-validation.ts";
 import { awaitEndedLeaseHolder } from "./ended-lease-holder.ts";
 import { describeRequest } from "./request-payload.ts";
+import { type LitterBaseline, noteLitterBaseline, removeLitter } from "./sandbox-litter.ts";
 import type { RuntimeProbes } from "./runtime-probes.ts";
 import {
   authorize,
@@ -73,6 +74,8 @@ interface LiveRun {
   done: Promise<void>;
   /** A shutdown's group termination under way (§14 step 2); the finally path waits for it. */
   stopping: Promise<unknown> | null;
+  /** Which sandbox litter names the start directory lacked before the provider started. */
+  litter: LitterBaseline | null;
 }
 
 export interface SubmitParams {
@@ -267,7 +270,7 @@ export class TaskService {
       lease?.release();
       return replay()!;
     }
-    const run: LiveRun = { taskId, slot: ws.slot, lease, interaction: null, done: Promise.resolve(), stopping: null };
+    const run: LiveRun = { taskId, slot: ws.slot, lease, interaction: null, done: Promise.resolve(), stopping: null, litter: null };
     this.runs.set(taskId, run);
     try {
       if (lease) publishGuard(this.lockDir, this.newGuard(inserted.task), this.deps.sharingGid);
@@ -370,6 +373,7 @@ export class TaskService {
     let report: RunReport = { started: false, leaderExited: true, pgid: null, startTime: null };
     try {
       const mark = newMark();
+      run.litter = noteLitterBaseline(ws, ws.confine(this.store.getTask(run.taskId)!.relative_cwd).segments);
       this.store.recordProvider(run.taskId, { mark });
       if (run.lease) updateGuard(this.lockDir, run.slot, run.taskId, { provider_mark: mark }, this.deps.sharingGid);
       report = await this.deps.provider.run(
@@ -480,6 +484,8 @@ export class TaskService {
     // A run that ended without a terminal state (the worker lost it, or the Bridge is stopping) must not stay active.
     if (this.closing) this.interruptForShutdown(run.taskId);
     else await this.settleFailure(run.taskId, "AGENT_PROVIDER_ERROR", "agent runtime failed");
+    // only a provider proven stopped can no longer be using its sandbox's mount points
+    if (stopped === "gone" && run.litter) removeLitter(run.litter);
     if (run.lease) {
       if (stopped === "gone") removeGuard(this.lockDir, run.slot, run.taskId);
       else {
