@@ -10,16 +10,20 @@ import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type AgentStack, CODEX_BIN, CODEX_PRESENT, cliMissing, startAgentStack } from "../fixtures/agent-stack.ts";
 import { type MockOpenAI, type MockStep, startMockOpenAI } from "../fixtures/mock-openai.ts";
+import { scriptedAppServerBin } from "../fixtures/scripted-app-server.ts";
 import type { Table } from "../helpers/toml.ts";
+import { type TempDir, tempDir } from "../helpers/workspace.ts";
 import { eventually, type Json, ok } from "../e2e/support.ts";
 
 if (!CODEX_PRESENT) cliMissing("Codex", CODEX_BIN, "npm install --no-save @openai/codex@0.171.0");
 
 const stacks: AgentStack[] = [];
 const mocks: MockOpenAI[] = [];
+const cleanupDirs: TempDir[] = [];
 afterEach(async () => {
   for (const s of stacks.splice(0)) await s.stop();
   for (const m of mocks.splice(0)) m.stop();
+  for (const d of cleanupDirs.splice(0)) d.remove();
 });
 
 async function stack(steps: MockStep[], runtimeConfig: Table = {}, lifecycle?: Table): Promise<{ s: AgentStack; mock: MockOpenAI }> {
@@ -82,6 +86,31 @@ describe.skipIf(!CODEX_PRESENT)("item 1: a review task never changes the workdir
       expect(asked).toBe(0);
     }, 60_000);
   }
+});
+
+describe("item 1: an approval that still arrives for a review task is declined by the Bridge", () => {
+  test("command, file-change and permission requests: each declined with approval.auto_declined (review_task), no human asked", async () => {
+    const dir = tempDir("sfs-scripted-codex-");
+    cleanupDirs.push(dir);
+    const { s } = await stack([], { bin: scriptedAppServerBin(dir.path), ...UNTRUSTED, sandbox: "workspace-write" });
+    const taskId = await s.submit({ profile: "review", prompt: "review with a pushy agent" });
+    const task = await s.finishOrAsk(taskId);
+    expect(task).toMatchObject({ status: "succeeded", pending_request: null });
+    // the thread was opened so that Codex itself would never ask, whatever the config says
+    const told = JSON.parse(String(task["final_response"])) as Json;
+    expect(told).toEqual({
+      approvalPolicy: "never",
+      sandbox: "read-only",
+      replies: { "0": { decision: "decline" }, "1": { decision: "decline" }, "2": { permissions: {}, scope: "turn" } },
+    });
+    const events = await s.events(taskId);
+    expect(events.map((e) => e["event_type"])).not.toContain("approval.requested");
+    expect(events.filter((e) => e["event_type"] === "approval.auto_declined").map((e) => e["payload"])).toEqual([
+      { category: "command", title: "Run a command", reason: "review_task" },
+      { category: "file_change", title: "Apply file changes", reason: "review_task" },
+      { category: "provider_permission", title: "Grant additional permissions", reason: "review_task" },
+    ]);
+  }, 60_000);
 });
 
 describe.skipIf(!CODEX_PRESENT)("item 2: every decision is offered", () => {
