@@ -3,10 +3,7 @@
  * every check of §6.2 in order, late and stale replies, live steering, and the idempotent,
  * terminal-first cancel — through the real Bridge and the fake runtime's scripted requests.
  */
-import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import {
   allEvents,
   type BridgeEnv,
@@ -15,6 +12,8 @@ import {
   call,
   codeOf,
   isTerminalTask,
+  markedProcesses,
+  recordedMark,
   rpc,
   startBridgeProcess,
   submitTask,
@@ -56,29 +55,7 @@ const answer = (taskId: string, requestId: string, answers: unknown[]) =>
   rpc(sock, "task.question.answer", { task_id: taskId, request_id: requestId, answers });
 const ended = (taskId: string) => waitForTask(sock, taskId, isTerminalTask);
 
-/** The provider mark the Bridge recorded for a task (never returned over RPC), read from its database. */
-function providerMark(taskId: string): string {
-  const db = new Database(join(env.stateDir, "state.sqlite3"));
-  try {
-    db.run("PRAGMA busy_timeout = 5000");
-    return db.query<{ provider_mark: string }, [string]>("SELECT provider_mark FROM tasks WHERE task_id = ?").get(taskId)!.provider_mark;
-  } finally {
-    db.close();
-  }
-}
-
-/** Live processes whose environment carries SERVERFS_PROVIDER_MARK=<mark> (bridge.md §11.5). */
-function markedProcesses(mark: string): string[] {
-  const needle = `SERVERFS_PROVIDER_MARK=${mark}`;
-  return readdirSync("/proc").filter((pid) => {
-    if (!/^\d+$/.test(pid)) return false;
-    try {
-      return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.[0] !== "Z" && readFileSync(`/proc/${pid}/environ`).includes(needle);
-    } catch {
-      return false; // exited meanwhile, or not ours
-    }
-  });
-}
+const providerMark = (taskId: string): string => recordedMark(env.stateDir, taskId);
 
 describe("§6.1–§6.2 approvals", () => {
   test("an approval opens a pending request (expires at the deadline) and approve_once resumes the run", async () => {

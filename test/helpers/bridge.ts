@@ -2,6 +2,8 @@
  * A real `serverfs bridge` process for integration tests: a private temp tree (workspace, state,
  * locks, socket), a config with the fake runtime, and a raw NDJSON RPC client over the Unix socket.
  */
+import { Database } from "bun:sqlite";
+import { readdirSync, readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { spawnCli, waitForAuditEvent } from "./process.ts";
@@ -187,4 +189,28 @@ export async function allEvents(socketPath: string, taskId: string): Promise<Eve
     out.push(...page.events);
     after = page.next_after_event_id;
   }
+}
+
+/** The provider mark the Bridge recorded for a task (never returned over RPC), read from its database. */
+export function recordedMark(stateDir: string, taskId: string): string {
+  const db = new Database(join(stateDir, "state.sqlite3"));
+  try {
+    db.run("PRAGMA busy_timeout = 5000");
+    return db.query<{ provider_mark: string }, [string]>("SELECT provider_mark FROM tasks WHERE task_id = ?").get(taskId)!.provider_mark;
+  } finally {
+    db.close();
+  }
+}
+
+/** Live processes whose environment carries SERVERFS_PROVIDER_MARK=<mark> (bridge.md §11.5). */
+export function markedProcesses(mark: string): string[] {
+  const needle = `SERVERFS_PROVIDER_MARK=${mark}`;
+  return readdirSync("/proc").filter((pid) => {
+    if (!/^\d+$/.test(pid)) return false;
+    try {
+      return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.[0] !== "Z" && readFileSync(`/proc/${pid}/environ`).includes(needle);
+    } catch {
+      return false; // exited meanwhile, or not ours
+    }
+  });
 }

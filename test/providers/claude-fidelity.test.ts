@@ -9,7 +9,8 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type AgentStack, CLAUDE_BIN, CLAUDE_PRESENT, cliMissing, startAgentStack } from "../fixtures/agent-stack.ts";
 import { type MockAnthropic, type MockStep, startMockAnthropic } from "../fixtures/mock-anthropic.ts";
-import type { Json } from "../e2e/support.ts";
+import { eventually, type Json, ok } from "../e2e/support.ts";
+import { markedProcesses, recordedMark } from "../helpers/bridge.ts";
 
 if (!CLAUDE_PRESENT) cliMissing("Claude Code", CLAUDE_BIN, "npm install --no-save @anthropic-ai/claude-code@2.1.332");
 
@@ -157,5 +158,27 @@ describe.skipIf(!CLAUDE_PRESENT)("claude questions through the Bridge and MCP", 
     expect(await s.answer(taskId, request, [{ question_id: "q0", selected_option_ids: ["blue"], text: "navy, really" }])).toBeNull();
     expect(await s.finish(taskId)).toMatchObject({ status: "succeeded", final_response: "blue it is" });
     expect(toolResults(mock).some((r) => r.text.includes("blue") && r.text.includes("navy, really"))).toBe(true);
+  }, RUN_MS);
+});
+
+describe.skipIf(!CLAUDE_PRESENT)("claude continuation and cancel through the Bridge and MCP", () => {
+  test("a continuation submitted right after success resumes the session: the model sees the earlier turn", async () => {
+    const { s, mock } = await stack([{ say: "the first answer" }, { say: "the second answer" }]);
+    const first = await s.submit({ prompt: "the first question" });
+    expect(await s.finish(first)).toMatchObject({ status: "succeeded", final_response: "the first answer" });
+    const second = await s.submit({ prompt: "the second question", continue_from_task_id: first });
+    expect(await s.finish(second)).toMatchObject({ status: "succeeded", final_response: "the second answer" });
+    const seen = JSON.stringify(mock.requests.at(-1)!.messages);
+    for (const text of ["the first question", "the first answer", "the second question"]) expect(seen).toContain(text);
+  }, RUN_MS);
+
+  test("cancel while the model is thinking: the task is cancelled and no provider process is left", async () => {
+    const { s, mock } = await stack([{ hang: true }]);
+    const taskId = await s.submit({ prompt: "think forever" });
+    await eventually(() => mock.requests.length > 0, 30_000);
+    const mark = recordedMark(s.env.stateDir, taskId);
+    expect(markedProcesses(mark).length).toBeGreaterThan(0);
+    expect(await ok(s.mcp, "cancel_agent_task", { task_id: taskId })).toMatchObject({ status: "cancelled" });
+    await eventually(() => markedProcesses(mark).length === 0, 30_000);
   }, RUN_MS);
 });

@@ -6,20 +6,25 @@
  * fidelity").
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type AgentStack, CODEX_BIN, CODEX_PRESENT, cliMissing, startAgentStack } from "../fixtures/agent-stack.ts";
 import { type MockOpenAI, type MockStep, startMockOpenAI } from "../fixtures/mock-openai.ts";
+import { scriptedAppServerBin } from "../fixtures/scripted-app-server.ts";
+import { markedProcesses, recordedMark } from "../helpers/bridge.ts";
 import type { Table } from "../helpers/toml.ts";
-import { type Json, ok } from "../e2e/support.ts";
+import { type TempDir, tempDir } from "../helpers/workspace.ts";
+import { eventually, type Json, ok } from "../e2e/support.ts";
 
 if (!CODEX_PRESENT) cliMissing("Codex", CODEX_BIN, "npm install --no-save @openai/codex@0.171.0");
 
 const stacks: AgentStack[] = [];
 const mocks: MockOpenAI[] = [];
+const cleanupDirs: TempDir[] = [];
 afterEach(async () => {
   for (const s of stacks.splice(0)) await s.stop();
   for (const m of mocks.splice(0)) m.stop();
+  for (const d of cleanupDirs.splice(0)) d.remove();
 });
 
 async function stack(steps: MockStep[], runtimeConfig: Table = {}, lifecycle?: Table): Promise<{ s: AgentStack; mock: MockOpenAI }> {
@@ -47,6 +52,15 @@ function snapshot(root: string): Record<string, string> {
   };
   walk("");
   return out;
+}
+
+/** Waits (bounded) until one of the task's events has a payload that `matches`. */
+async function untilEvent(s: AgentStack, taskId: string, matches: (payload: Json) => boolean, ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await s.events(taskId)).some((e) => matches(e["payload"] as Json))) {
+    if (Date.now() > deadline) throw new Error("no such event in time");
+    await Bun.sleep(50);
+  }
 }
 
 /** A human who approves everything: answers every request of the task with approve_once until it ends. */
@@ -82,6 +96,31 @@ describe.skipIf(!CODEX_PRESENT)("item 1: a review task never changes the workdir
       expect(asked).toBe(0);
     }, 60_000);
   }
+});
+
+describe("item 1: an approval that still arrives for a review task is declined by the Bridge", () => {
+  test("command, file-change and permission requests: each declined with approval.auto_declined (review_task), no human asked", async () => {
+    const dir = tempDir("sfs-scripted-codex-");
+    cleanupDirs.push(dir);
+    const { s } = await stack([], { bin: scriptedAppServerBin(dir.path), ...UNTRUSTED, sandbox: "workspace-write" });
+    const taskId = await s.submit({ profile: "review", prompt: "review with a pushy agent" });
+    const task = await s.finishOrAsk(taskId);
+    expect(task).toMatchObject({ status: "succeeded", pending_request: null });
+    // the thread was opened so that Codex itself would never ask, whatever the config says
+    const told = JSON.parse(String(task["final_response"])) as Json;
+    expect(told).toEqual({
+      approvalPolicy: "never",
+      sandbox: "read-only",
+      replies: { "0": { decision: "decline" }, "1": { decision: "decline" }, "2": { permissions: {}, scope: "turn" } },
+    });
+    const events = await s.events(taskId);
+    expect(events.map((e) => e["event_type"])).not.toContain("approval.requested");
+    expect(events.filter((e) => e["event_type"] === "approval.auto_declined").map((e) => e["payload"])).toEqual([
+      { category: "command", title: "Run a command", reason: "review_task" },
+      { category: "file_change", title: "Apply file changes", reason: "review_task" },
+      { category: "provider_permission", title: "Grant additional permissions", reason: "review_task" },
+    ]);
+  }, 60_000);
 });
 
 describe.skipIf(!CODEX_PRESENT)("item 2: every decision is offered", () => {
@@ -337,5 +376,106 @@ describe.skipIf(!CODEX_PRESENT)("item 4: events tell what happened", () => {
     expect(Buffer.byteLength(output)).toBeLessThanOrEqual(4096);
     expect(output.trimEnd()).toEndWith("THE-END");
     expect(output).not.toContain("line-1-of-output");
+  }, 60_000);
+});
+
+describe.skipIf(!CODEX_PRESENT)("item 8: a cancelled sandbox leaves no litter", () => {
+  test("cancel mid-command: the sandbox's empty .git/.codex/.aws go once the group is stopped; what existed before stays", async () => {
+    const { s } = await stack([{ exec: "sleep 30" }, done("never")], { approval_policy: "never", sandbox: "workspace-write" });
+    mkdirSync(join(s.workspace, ".agents"));
+    const entries = () => readdirSync(s.workspace).sort();
+    const taskId = await s.submit({ prompt: "sleep a while" });
+    // the command is running inside its sandbox, whose mount points are now in the workdir
+    await eventually(() => entries().includes(".git"), 30_000);
+    expect(await ok(s.mcp, "cancel_agent_task", { task_id: taskId })).toMatchObject({ status: "cancelled" });
+    await eventually(() => !entries().includes(".git"), 30_000);
+    await eventually(() => !entries().includes(".codex") && !entries().includes(".aws"), 5_000);
+    expect(entries()).toEqual([".agents", "README.md", "src"]);
+    // git works there again: no empty .git shadows a repository
+    expect(existsSync(join(s.workspace, ".git"))).toBe(false);
+  }, 60_000);
+});
+
+describe.skipIf(!CODEX_PRESENT)("item 9: every human-in-the-loop path of Codex through the Bridge and MCP", () => {
+  test("a patch add, update and delete, approved: the files change as the approval showed", async () => {
+    const patch = [
+      "*** Begin Patch",
+      "*** Add File: src/added.txt",
+      "+added",
+      "*** Update File: README.md",
+      "@@",
+      "-# demo",
+      "+# demo, approved",
+      "*** Delete File: src/doomed.txt",
+      "*** End Patch",
+      "",
+    ].join("\n");
+    const { s, mock } = await stack([{ patch }, done("applied")], UNTRUSTED);
+    await Bun.write(join(s.workspace, "src/doomed.txt"), "doomed\n");
+    const taskId = await s.submit({ prompt: "apply" });
+    const request = await s.pending(taskId);
+    const kinds = ((request["payload"] as Json)["file_changes"] as Json[]).map((c) => [c["path"], c["kind"]]);
+    expect(kinds).toEqual([
+      ["README.md", "update"],
+      ["src/added.txt", "add"],
+      ["src/doomed.txt", "delete"],
+    ]);
+    expect(await s.respond(taskId, request, "approve_once")).toBeNull();
+    expect(await s.finish(taskId)).toMatchObject({ status: "succeeded", final_response: "applied" });
+    expect(readFileSync(join(s.workspace, "src/added.txt"), "utf8")).toBe("added\n");
+    expect(readFileSync(join(s.workspace, "README.md"), "utf8")).toBe("# demo, approved\n");
+    expect(existsSync(join(s.workspace, "src/doomed.txt"))).toBe(false);
+    expect(mock.toolOutput("call_0")).toContain("Success");
+  }, 60_000);
+
+  test("cancel_task on a command approval: the task is cancelled, the command never runs, no provider process is left", async () => {
+    const { s } = await stack([{ exec: "echo x > cancelled.txt" }, done("unreachable")], UNTRUSTED);
+    const taskId = await s.submit({ prompt: "write" });
+    const request = await s.pending(taskId);
+    const mark = recordedMark(s.env.stateDir, taskId);
+    expect(await s.respond(taskId, request, "cancel_task")).toBeNull();
+    expect(await s.finish(taskId)).toMatchObject({ status: "cancelled" });
+    await eventually(() => markedProcesses(mark).length === 0, 20_000);
+    expect(existsSync(join(s.workspace, "cancelled.txt"))).toBe(false);
+  }, 60_000);
+
+  test("cancel mid-command: the command's process is gone once the task is cancelled", async () => {
+    const { s } = await stack([{ exec: "sleep 47.25" }, done("never")], { approval_policy: "never", sandbox: "workspace-write" });
+    const taskId = await s.submit({ prompt: "sleep" });
+    await untilEvent(s, taskId, (p) => p["type"] === "commandExecution");
+    const mark = recordedMark(s.env.stateDir, taskId);
+    const sleeping = () => markedProcesses(mark).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("47.25"));
+    await eventually(() => sleeping().length > 0, 30_000);
+    expect(await ok(s.mcp, "cancel_agent_task", { task_id: taskId })).toMatchObject({ status: "cancelled" });
+    await eventually(() => markedProcesses(mark).length === 0, 30_000);
+  }, 60_000);
+
+  test("steering reaches the model: the next request carries the message", async () => {
+    const { s, mock } = await stack([{ exec: "sleep 2" }, done("steered")], { approval_policy: "never", sandbox: "workspace-write" });
+    const taskId = await s.submit({ prompt: "work" });
+    // steer while the command runs: Codex hands the message to the model with the command's output
+    await untilEvent(s, taskId, (p) => p["type"] === "commandExecution");
+    expect(await ok(s.mcp, "send_agent_message", { task_id: taskId, message: "please also say steered" })).toMatchObject({ accepted: true });
+    expect(await s.finish(taskId)).toMatchObject({ status: "succeeded", final_response: "steered" });
+    expect(JSON.stringify(mock.requests.at(-1)!.body["input"])).toContain("please also say steered");
+  }, 60_000);
+
+  test("an approval nobody answers expires: the task is interrupted AGENT_INTERACTION_TIMED_OUT and the provider stopped", async () => {
+    const { s } = await stack([{ exec: "echo late" }, done("never")], UNTRUSTED, { interaction_timeout_seconds: 2 });
+    const taskId = await s.submit({ prompt: "ask and wait" });
+    const request = await s.pending(taskId);
+    const mark = recordedMark(s.env.stateDir, taskId);
+    expect(await s.finish(taskId)).toMatchObject({ status: "interrupted", error_code: "AGENT_INTERACTION_TIMED_OUT" });
+    expect(await s.respond(taskId, request, "approve_once")).toBe("REQUEST_STALE");
+    await eventually(() => markedProcesses(mark).length === 0, 30_000);
+  }, 60_000);
+
+  test("a provider crash mid-turn fails the task AGENT_PROVIDER_ERROR", async () => {
+    const { s, mock } = await stack([{ hang: true }]);
+    const taskId = await s.submit({ prompt: "hang" });
+    await eventually(() => mock.requests.length === 1, 30_000);
+    const mark = recordedMark(s.env.stateDir, taskId);
+    for (const pid of markedProcesses(mark)) process.kill(Number(pid), "SIGKILL");
+    expect(await s.finish(taskId)).toMatchObject({ status: "failed", error_code: "AGENT_PROVIDER_ERROR" });
   }, 60_000);
 });

@@ -39,6 +39,7 @@ import { type RecoveryScope, reconcileSlotLazily, settleFinding } from "../recon
 import { checkAnswers, checkApproval } from "../../../shared/hitl-validation.ts";
 import { awaitEndedLeaseHolder } from "./ended-lease-holder.ts";
 import { describeRequest } from "./request-payload.ts";
+import { type LitterBaseline, noteLitterBaseline, removeLitter } from "./sandbox-litter.ts";
 import type { RuntimeProbes } from "./runtime-probes.ts";
 import {
   authorize,
@@ -84,6 +85,8 @@ interface LiveRun {
   stopping: Promise<unknown> | null;
   /** A cancel, deadline or expiry asked the provider to stop (§7.2 step 5: then SIGKILL, no second grace). */
   stopRequested: boolean;
+  /** Which sandbox litter names the start directory lacked before the provider started. */
+  litter: LitterBaseline | null;
 }
 
 export interface SubmitParams {
@@ -282,7 +285,7 @@ export class TaskService {
       lease?.release();
       return replay()!;
     }
-    const run: LiveRun = { taskId, slot: ws.slot, lease, interaction: null, done: Promise.resolve(), stopping: null, stopRequested: false };
+    const run: LiveRun = { taskId, slot: ws.slot, lease, interaction: null, done: Promise.resolve(), stopping: null, stopRequested: false, litter: null };
     this.runs.set(taskId, run);
     try {
       if (lease) publishGuard(this.lockDir, this.newGuard(inserted.task), this.deps.sharingGid);
@@ -403,6 +406,7 @@ export class TaskService {
     let report: RunReport = { started: false, leaderExited: true, pgid: null, startTime: null };
     try {
       const mark = newMark();
+      run.litter = noteLitterBaseline(ws, ws.confine(this.store.getTask(run.taskId)!.relative_cwd).segments);
       this.store.recordProvider(run.taskId, { mark });
       if (run.lease) updateGuard(this.lockDir, run.slot, run.taskId, { provider_mark: mark }, this.deps.sharingGid);
       report = await this.deps.provider.run(
@@ -523,6 +527,8 @@ export class TaskService {
     // A run that ended without a terminal state (the worker lost it, or the Bridge is stopping) must not stay active.
     if (this.closing) this.interruptForShutdown(run.taskId);
     else await this.settleFailure(run.taskId, "AGENT_PROVIDER_ERROR", "agent runtime failed");
+    // only a provider proven stopped can no longer be using its sandbox's mount points
+    if (stopped === "gone" && run.litter) removeLitter(run.litter);
     if (run.lease) {
       // a task whose end is not in the store keeps its guard (fail closed) until the sweep records it
       if (stopped === "gone" && !this.unrecorded.has(run.taskId)) removeGuard(this.lockDir, run.slot, run.taskId);
