@@ -16,12 +16,15 @@ import { type BridgeEnv, type BridgeProcess, bridgeEnv, startBridgeProcess } fro
 import { startStdio } from "../helpers/mcp-client.ts";
 import { runCli } from "../helpers/process.ts";
 import { REPO_ROOT } from "../helpers/workspace.ts";
+import { SERVER_NAME } from "../../src/main/operator/host-setup.ts";
 import { FINAL_WORDS, FILESYSTEM_TOOLS, SCENARIO, type SeenResult } from "./scenario.ts";
 import { expectScenarioResults } from "./scenario-checks.ts";
 
 if (!CLAUDE_PRESENT) cliMissing("Claude Code", CLAUDE_BIN, "npm install --no-save @anthropic-ai/claude-code@2.1.332");
 
-const PREFIX = "mcp__serverfs__";
+/** What `claude -p` needs to allow ServerFS's tools, as `serverfs connect claude-code` prints it. */
+const ALLOW = `mcp__${SERVER_NAME}`;
+const PREFIX = `${ALLOW}__`;
 const RUN_MS = 120_000;
 
 /** Every tool_result the host sent back, in order: what the model saw of each call. */
@@ -98,11 +101,13 @@ describe.skipIf(!CLAUDE_PRESENT)("Claude Code as the MCP host", () => {
       PATH: `${join(REPO_ROOT, "node_modules", ".bin")}:${process.env["PATH"]}`,
     };
     // the setup docs/hosts.md gives, applied by serverfs itself through `claude mcp add`
+    const printed = await runCli(["connect", "claude-code", "--config", env.configPath], { env: hostEnv });
+    expect(printed.stdout).toContain(`claude -p --allowedTools ${ALLOW} `);
     const connected = await runCli(["connect", "claude-code", "--write", "--config", env.configPath], { env: hostEnv });
     connectOut = connected.stdout + connected.stderr;
     expect(connected.code).toBe(0);
 
-    const proc = Bun.spawn([CLAUDE_BIN, "-p", "--allowedTools", "mcp__serverfs", "--output-format", "json", "use the serverfs tools"], {
+    const proc = Bun.spawn([CLAUDE_BIN, "-p", "--allowedTools", ALLOW, "--output-format", "json", "use the serverfs tools"], {
       cwd: env.workspace,
       env: { ...process.env, ...hostEnv },
       stdin: "ignore",
@@ -126,7 +131,7 @@ describe.skipIf(!CLAUDE_PRESENT)("Claude Code as the MCP host", () => {
     if (home) rmSync(home, { recursive: true, force: true });
   });
 
-  test("serverfs connect registered the server through claude mcp add", () => {
+  test("serverfs connect printed the --allowedTools the run uses and registered the server through claude mcp add", () => {
     expect(connectOut).toContain("added serverfs to Claude Code (user scope)");
   });
 

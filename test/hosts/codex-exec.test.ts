@@ -13,7 +13,7 @@ import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { CODEX_BIN, CODEX_PRESENT, CODEX_VERSION, cliMissing, codexHome } from "../fixtures/agent-stack.ts";
 import { type MockOpenAI, type MockRequest, type ScriptEntry, startMockOpenAI } from "../fixtures/mock-openai.ts";
-import { type BridgeEnv, type BridgeProcess, bridgeEnv, startBridgeProcess } from "../helpers/bridge.ts";
+import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, startBridgeProcess } from "../helpers/bridge.ts";
 import { CODE_PATTERN, startStdio } from "../helpers/mcp-client.ts";
 import { runCli } from "../helpers/process.ts";
 import { FINAL_WORDS, FILESYSTEM_TOOLS, SCENARIO, type SeenResult } from "./scenario.ts";
@@ -83,6 +83,22 @@ function withoutDropped(schema: unknown): unknown {
   );
 }
 
+/** One `codex exec` turn in `cwd`; its final message. */
+async function codexExec(home: string, cwd: string): Promise<string> {
+  const proc = Bun.spawn([CODEX_BIN, "exec", "--skip-git-repo-check", "use the serverfs tools"], {
+    cwd,
+    env: { ...process.env, CODEX_HOME: home, MOCK_API_KEY: "mock-key" },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const timer = setTimeout(() => proc.kill("SIGKILL"), RUN_MS);
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  clearTimeout(timer);
+  if (code !== 0) throw new Error(`codex exec exited ${code}: ${stderr.slice(-2000)}`);
+  return stdout.trim();
+}
+
 describe.skipIf(!CODEX_PRESENT)("Codex (codex exec) as the MCP host", () => {
   let env: BridgeEnv;
   let bridge: BridgeProcess;
@@ -110,18 +126,7 @@ describe.skipIf(!CODEX_PRESENT)("Codex (codex exec) as the MCP host", () => {
     connectOut = connected.stdout + connected.stderr;
     expect(connected.code).toBe(0);
 
-    const proc = Bun.spawn([CODEX_BIN, "exec", "--skip-git-repo-check", "use the serverfs tools"], {
-      cwd: env.workspace,
-      env: { ...process.env, CODEX_HOME: home, MOCK_API_KEY: "mock-key" },
-      stdin: "ignore",
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const timer = setTimeout(() => proc.kill("SIGKILL"), RUN_MS);
-    const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-    clearTimeout(timer);
-    if (code !== 0) throw new Error(`codex exec exited ${code}: ${stderr.slice(-2000)}`);
-    finalText = stdout.trim();
+    finalText = await codexExec(home, env.workspace);
     seenInOrder = toolResults(mock.requests.at(-1)!);
     for (const [i, r] of seenInOrder.entries()) seen.set(labels[i]!, r);
   }, RUN_MS + 30_000);
@@ -164,4 +169,33 @@ describe.skipIf(!CODEX_PRESENT)("Codex (codex exec) as the MCP host", () => {
   test("filesystem results, the `CODE: message` errors, the expected_revision edit and the fake task's spooled result", () => {
     expectScenarioResults(seen, env.workspace);
   });
+});
+
+describe.skipIf(!CODEX_PRESENT)("Codex without --auto-approve", () => {
+  test("codex exec cannot run a tool marked destructive: submit_agent_task never reaches the server", async () => {
+    const env = bridgeEnv();
+    const bridge = await startBridgeProcess(env);
+    const mock = startMockOpenAI([
+      { toolSearch: "serverfs agent task", limit: 50 },
+      { call: "submit_agent_task", namespace: NAMESPACE, args: { runtime: "fake", workdir: "repo", profile: "review", prompt: "repeat:1:x" } },
+      { say: FINAL_WORDS },
+    ]);
+    const home = codexHome(mock);
+    try {
+      const connected = await runCli(["connect", "codex", "--write", "--config", env.configPath], { env: { CODEX_HOME: home } });
+      expect(connected.code).toBe(0);
+      expect(readFileSync(join(home, "config.toml"), "utf8")).toMatch(/^# default_tools_approval_mode = "approve"$/m);
+      expect(await codexExec(home, env.workspace)).toBe(FINAL_WORDS);
+      const [seen] = toolResults(mock.requests.at(-1)!);
+      // Codex refuses the call itself; the model is told so in Codex's words, not the server's
+      expect(seen?.text).toBe("MCP tool call requires approval, but approval policy is never");
+      const listed = await call<{ tasks: unknown[] }>(env.socketPath, "task.list", {});
+      expect(listed.tasks).toEqual([]);
+    } finally {
+      await bridge.stop();
+      mock.stop();
+      env.dir.remove();
+      rmSync(home, { recursive: true, force: true });
+    }
+  }, RUN_MS + 30_000);
 });
