@@ -9,7 +9,7 @@ import { CODE_PATTERN } from "../helpers/mcp-client.ts";
 import { RESULT_CHUNK, type SeenResult, SPOOLED_UNIT, SPOOLED_UNITS } from "./scenario.ts";
 
 /** How Claude Code replaces a result over its inline limit (docs/hosts.md). */
-export const PERSISTED = "<persisted-output>";
+const PERSISTED = "<persisted-output>";
 
 const ERRORS: Record<string, string> = { read_missing: "PATH_NOT_FOUND", edit_stale: "REVISION_CONFLICT" };
 
