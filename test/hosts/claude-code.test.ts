@@ -1,0 +1,159 @@
+/**
+ * The real Claude Code as an MCP client of a real `serverfs mcp` (docs/hosts.md "Tested hosts"),
+ * offline: `serverfs connect claude-code --write` registers the server exactly as a person would,
+ * `claude -p --allowedTools mcp__serverfs` runs one conversation against the scripted Messages mock of
+ * test/fixtures/mock-anthropic.ts, which answers with the tool calls of test/hosts/scenario.ts, and a
+ * real `serverfs bridge` runs the Agent task on the `fake` runtime. What the model was shown (the tool
+ * list with its schemas, every result) is read from the requests the mock received. Without the CLI
+ * the file is skipped loudly, except under CI=true, where that is a failure.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { CLAUDE_BIN, CLAUDE_PRESENT, claudeHome, claudeOfflineEnv, cliMissing } from "../fixtures/agent-stack.ts";
+import { type MockAnthropic, type MockRequest, type ScriptEntry, startMockAnthropic } from "../fixtures/mock-anthropic.ts";
+import { type BridgeEnv, type BridgeProcess, bridgeEnv, startBridgeProcess } from "../helpers/bridge.ts";
+import { startStdio } from "../helpers/mcp-client.ts";
+import { runCli } from "../helpers/process.ts";
+import { REPO_ROOT } from "../helpers/workspace.ts";
+import { SERVER_NAME } from "../../src/main/operator/host-setup.ts";
+import { FINAL_WORDS, FILESYSTEM_TOOLS, SCENARIO, type SeenResult } from "./scenario.ts";
+import { expectScenarioResults } from "./scenario-checks.ts";
+
+if (!CLAUDE_PRESENT) cliMissing("Claude Code", CLAUDE_BIN, "npm install --no-save @anthropic-ai/claude-code@2.1.332");
+
+/** What `claude -p` needs to allow ServerFS's tools, as `serverfs connect claude-code` prints it. */
+const ALLOW = `mcp__${SERVER_NAME}`;
+const PREFIX = `${ALLOW}__`;
+const RUN_MS = 120_000;
+
+/** Every tool_result the host sent back, in order: what the model saw of each call. */
+function toolResults(request: MockRequest): SeenResult[] {
+  const out: SeenResult[] = [];
+  for (const m of request.messages) {
+    if (m.role !== "user" || typeof m.content === "string") continue;
+    for (const part of m.content as Record<string, unknown>[]) {
+      if (part["type"] !== "tool_result") continue;
+      const content = part["content"];
+      const text = typeof content === "string" ? content : (content as { text?: string }[]).map((c) => c.text ?? "").join("");
+      out.push({ text, isError: part["is_error"] === true });
+    }
+  }
+  return out;
+}
+
+/** The scenario as the mock's script: each call computed from the results the model saw so far. */
+function script(labels: string[]): ScriptEntry[] {
+  const seenOf = (request: MockRequest): Map<string, SeenResult> => {
+    const seen = new Map<string, SeenResult>();
+    for (const [i, r] of toolResults(request).entries()) seen.set(labels[i]!, r);
+    return seen;
+  };
+  const entries: ScriptEntry[] = SCENARIO.map((c) => {
+    const step = (request: MockRequest) => {
+      labels.push(c.label);
+      return { tool: `${PREFIX}${c.tool}`, input: c.args(seenOf(request)) };
+    };
+    if (!c.again) return step;
+    let asked = false;
+    return {
+      poll(request: MockRequest) {
+        if (asked) {
+          const last = toolResults(request).at(-1)!;
+          if (!c.again!(last)) return null;
+        }
+        asked = true;
+        return step(request);
+      },
+    };
+  });
+  return [...entries, { say: FINAL_WORDS }];
+}
+
+describe.skipIf(!CLAUDE_PRESENT)("Claude Code as the MCP host", () => {
+  let env: BridgeEnv;
+  let bridge: BridgeProcess;
+  let mock: MockAnthropic;
+  let home: string;
+  const labels: string[] = [];
+  let connectOut = "";
+  let output: Record<string, unknown> = {};
+  let listed: { name: string; inputSchema: unknown }[] = [];
+  const seen = new Map<string, SeenResult>();
+  let seenInOrder: SeenResult[] = [];
+
+  beforeAll(async () => {
+    env = bridgeEnv();
+    bridge = await startBridgeProcess(env);
+    // the schemas the server itself lists, to compare with what the host shows the model
+    const direct = await startStdio(env.configPath);
+    listed = (await direct.client.listTools()).tools as typeof listed;
+    await direct.close();
+
+    mock = startMockAnthropic(script(labels));
+    const made = claudeHome();
+    home = made.home;
+    const hostEnv = {
+      ...claudeOfflineEnv(mock, made.home, made.configDir),
+      // Claude Code defers MCP tools behind its ToolSearch tool by default (docs/hosts.md); listed up
+      // front, the request shows the schemas it sends the model
+      ENABLE_TOOL_SEARCH: "false",
+      PATH: `${join(REPO_ROOT, "node_modules", ".bin")}:${process.env["PATH"]}`,
+    };
+    // the setup docs/hosts.md gives, applied by serverfs itself through `claude mcp add`
+    const printed = await runCli(["connect", "claude-code", "--config", env.configPath], { env: hostEnv });
+    expect(printed.stdout).toContain(`claude -p --allowedTools ${ALLOW} `);
+    const connected = await runCli(["connect", "claude-code", "--write", "--config", env.configPath], { env: hostEnv });
+    connectOut = connected.stdout + connected.stderr;
+    expect(connected.code).toBe(0);
+
+    const proc = Bun.spawn([CLAUDE_BIN, "-p", "--allowedTools", ALLOW, "--output-format", "json", "use the serverfs tools"], {
+      cwd: env.workspace,
+      env: { ...process.env, ...hostEnv },
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const timer = setTimeout(() => proc.kill("SIGKILL"), RUN_MS);
+    const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    clearTimeout(timer);
+    if (code !== 0) throw new Error(`claude -p exited ${code}: ${stderr.slice(0, 2000)} ${stdout.slice(0, 2000)}`);
+    output = JSON.parse(stdout) as Record<string, unknown>;
+    const last = mock.requests.at(-1)!;
+    seenInOrder = toolResults(last);
+    for (const [i, r] of seenInOrder.entries()) seen.set(labels[i]!, r);
+  }, RUN_MS + 30_000);
+
+  afterAll(async () => {
+    await bridge?.stop();
+    mock?.stop();
+    env?.dir.remove();
+    if (home) rmSync(home, { recursive: true, force: true });
+  });
+
+  test("serverfs connect printed the --allowedTools the run uses and registered the server through claude mcp add", () => {
+    expect(connectOut).toContain("added serverfs to Claude Code (user scope)");
+  });
+
+  test("the model is shown every listed tool as mcp__serverfs__<name>, with the server's input schema unchanged", () => {
+    const shown = (mock.requests[0]!.tools as { name: string; input_schema: unknown }[]).filter((t) => t.name.startsWith(PREFIX));
+    expect(shown.map((t) => t.name.slice(PREFIX.length)).sort()).toEqual(listed.map((t) => t.name).sort());
+    expect(listed.length).toBe(20);
+    for (const t of listed) {
+      const host = shown.find((s) => s.name === `${PREFIX}${t.name}`)!;
+      expect({ tool: t.name, schema: host.input_schema }).toEqual({ tool: t.name, schema: t.inputSchema });
+    }
+  });
+
+  test("every scenario call reached the server and its result reached the model; the run ends with the model's last words", () => {
+    expect(labels).toEqual(expect.arrayContaining(SCENARIO.map((c) => c.label)));
+    expect(seenInOrder).toHaveLength(labels.length);
+    expect(output["result"]).toBe(FINAL_WORDS);
+    for (const tool of FILESYSTEM_TOOLS) expect(labels).toContain(tool);
+  });
+
+  test("filesystem results, the `CODE: message` errors, the expected_revision edit and the fake task's spooled result", () => {
+    expectScenarioResults(seen, env.workspace);
+    expect(() => readFileSync(join(env.workspace, "made", "note.txt"))).toThrow();
+  });
+});
