@@ -112,7 +112,15 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
       handlers: bridgeHandlers(service),
       isClosing: () => service.isClosing,
     });
-    audit.info("bridge_started", { version: VERSION, workdirs: config.workdirs.length });
+    // the operator's own files and the pid, in this one line only (docs/deployment.md "Logs")
+    audit.info("bridge_started", {
+      version: VERSION,
+      pid: process.pid,
+      config_file: config.source,
+      socket: config.bridge.socketPath,
+      state_dir: stateDir,
+      workdirs: config.workdirs.length,
+    });
     warnUnavailableRuntimes(probes, audit);
 
     // §1: a provider worker that dies is replaced; the tasks it ran end AGENT_PROVIDER_DISCONNECTED
@@ -132,6 +140,8 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
     const openStore = store;
     const stop = () => {
       stopping ??= (async () => {
+        const began = performance.now();
+        audit.info("shutdown_started", { live_tasks: service.liveTaskIds().length });
         // §14 step 1 first: nothing new is accepted while providers are being stopped
         await rpc.close();
         await service.shutdown();
@@ -140,6 +150,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
         for (const w of workers) w.terminate();
         openStore.close();
         instance.release();
+        audit.info("shutdown_finished", { duration_ms: Math.round(performance.now() - began) });
       })();
       return stopping;
     };
@@ -181,7 +192,13 @@ export async function runBridge(configPath: string | undefined): Promise<number>
     };
   });
   // SIGHUP (a closed terminal, a service manager) is a clean shutdown too, never a silent death
-  for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(sig, () => onSignal());
+  const audit = new AuditLog(config.server.log_level);
+  for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
+    process.on(sig, () => {
+      audit.info("signal_received", { signal: sig });
+      onSignal();
+    });
+  }
   const bridge = await startBridge(config);
   await received;
   return bridge.stop().then(

@@ -299,7 +299,28 @@ export class TaskService {
       // every expected failure is settled inside; this keeps an unexpected one from taking the Bridge down
       this.deps.audit.error("run_failed", { task_id: taskId, error_type: e instanceof Error ? e.name : typeof e });
     });
+    this.logTask("task_submitted", taskId);
     return { task_id: taskId, status: "queued", correlation_id: correlationId, idempotency_key: idempotencyKey };
+  }
+
+  /**
+   * One operational log line about a task (docs/deployment.md "Logs"): its ids, runtime, profile and
+   * status, plus `extra`; never its prompt or any content. An ended task also gets its error code and
+   * how long it lived.
+   */
+  private logTask(event: string, taskId: string, extra: Record<string, string | number> = {}): void {
+    const t = this.store.getTask(taskId);
+    if (!t) return;
+    const ended = t.completed_at !== null;
+    this.deps.audit.info(event, {
+      task_id: taskId,
+      runtime: t.runtime,
+      profile: t.profile,
+      workdir: t.workdir_alias,
+      status: t.status,
+      ...(ended ? { error_code: t.error_code ?? undefined, duration_ms: Date.parse(t.completed_at!) - Date.parse(t.created_at) } : {}),
+      ...extra,
+    });
   }
 
   private newGuard(task: TaskRow): Guard {
@@ -409,6 +430,7 @@ export class TaskService {
       run.litter = noteLitterBaseline(ws, ws.confine(this.store.getTask(run.taskId)!.relative_cwd).segments);
       this.store.recordProvider(run.taskId, { mark });
       if (run.lease) updateGuard(this.lockDir, run.slot, run.taskId, { provider_mark: mark }, this.deps.sharingGid);
+      this.logTask("task_started", run.taskId);
       report = await this.deps.provider.run(
         {
           taskId: run.taskId,
@@ -548,6 +570,7 @@ export class TaskService {
     this.deadlines.cancel(run.taskId);
     this.runs.delete(run.taskId);
     this.waiters.notify(run.taskId);
+    this.logTask("task_ended", run.taskId);
     await this.deps.gc().catch(() => undefined);
   }
 
@@ -587,6 +610,7 @@ export class TaskService {
     const expiresAt = timeout === 0 ? task.deadline_at : earlierIso(addSecondsIso(nowIso(), timeout), task.deadline_at);
     const requestId = newRequestId();
     this.store.openRequest({ requestId, taskId: run.taskId, kind, payload, expiresAt });
+    this.deps.audit.info("request_opened", { task_id: run.taskId, request_id: requestId, kind });
     this.waiters.notify(run.taskId);
     return new Promise<Resolution>((resolve, reject) => {
       run.interaction = { requestId, resolve, reject };
@@ -621,6 +645,9 @@ export class TaskService {
       throw new ServerFsError("REQUEST_STALE", "the request is no longer pending");
     }
     this.expiries.cancel(requestId);
+    // the decision is one of a fixed set; answers to questions are content and stay out of the log
+    const decision = "decision" in resolution ? resolution.decision : undefined;
+    this.deps.audit.info("request_answered", { task_id: taskId, request_id: requestId, kind: change.request.kind, decision });
     const run = this.runs.get(taskId);
     if (run?.interaction?.requestId === requestId) {
       run.interaction.resolve(resolution);
