@@ -5,7 +5,9 @@
  * content), signals and shutdown. A real Bridge process over its socket.
  */
 import { describe, expect, test } from "bun:test";
+import { mkdirSync } from "node:fs";
 import { bridgeEnv, call, isTerminalTask, startBridgeProcess, waitForTask } from "../helpers/bridge.ts";
+import { createLegacyDb } from "../helpers/legacy-db.ts";
 
 const CANARY = "canary-prompt-text-7f3a";
 
@@ -43,6 +45,7 @@ async function session() {
 describe("the Bridge's log at info", () => {
   test("startup, each task's life, approvals, the signal and the shutdown; never content", async () => {
     const { env, lines, raw, ids } = await session();
+    expect(lines.find((l) => l.event === "schema_migrated")).toMatchObject({ from: "new", to: "v0.7" });
     const started = lines.find((l) => l.event === "bridge_started")!;
     expect(started).toMatchObject({ level: "INFO", pid: expect.any(Number), config_file: env.configPath, socket: env.socketPath, state_dir: env.stateDir });
     const of = (event: string, taskId: string) => lines.filter((l) => l.event === event && l["task_id"] === taskId);
@@ -64,5 +67,22 @@ describe("the Bridge's log at info", () => {
     expect(raw).not.toContain(CANARY);
     expect(raw).not.toContain(env.workspace);
     for (const l of lines.filter((x) => x.event !== "bridge_started")) expect(JSON.stringify(l)).not.toContain(env.stateDir);
+  }, 60_000);
+
+  test("a v0.6 database is migrated, and the line says from which schema", async () => {
+    const env = bridgeEnv();
+    try {
+      mkdirSync(env.stateDir, { recursive: true, mode: 0o700 });
+      createLegacyDb(env.stateDir, { tasks: [], events: [], requests: [] });
+      const bridge = await startBridgeProcess(env);
+      await bridge.stop();
+      expect(parse(bridge.stderr()).find((l) => l.event === "schema_migrated")).toMatchObject({ from: "v0.6", to: "v0.7" });
+      // a second start has nothing to migrate
+      const again = await startBridgeProcess(env);
+      await again.stop();
+      expect(parse(again.stderr()).find((l) => l.event === "schema_migrated")).toBeUndefined();
+    } finally {
+      env.dir.remove();
+    }
   }, 60_000);
 });

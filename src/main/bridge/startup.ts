@@ -55,6 +55,9 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
   try {
     store = Store.open(stateDir, {
       migrate: true,
+      onMigrated: (from) => {
+        if (from !== "current") audit.info("schema_migrated", { from, to: "v0.7" });
+      },
       onEventDropped: (taskId, code) => audit.warn("service_event_dropped", { task_id: taskId, error_code: code }),
     });
     prepareLockDir(lockDir, sharingGid);

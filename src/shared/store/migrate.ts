@@ -29,11 +29,16 @@ const ADDED_TASK_COLUMNS: readonly (readonly [name: string, decl: string])[] = [
 const columnsOf = (db: Database, table: string): Set<string> =>
   new Set(db.query<{ name: string }, []>(`PRAGMA table_info(${table})`).all().map((c) => c.name));
 
-export function migrate(db: Database): void {
-  db.transaction(() => {
+/** What a migration started from: a new file, a v0.6 file, or one already current (nothing to do). */
+export type MigratedFrom = "new" | "v0.6" | "current";
+
+export function migrate(db: Database): MigratedFrom {
+  return db.transaction((): MigratedFrom => {
+    const before = columnsOf(db, "tasks");
     for (const sql of CREATE_TABLES) db.run(sql);
 
     const taskColumns = columnsOf(db, "tasks");
+    const from: MigratedFrom = before.size === 0 ? "new" : ADDED_TASK_COLUMNS.some(([name]) => !before.has(name)) ? "v0.6" : "current";
     for (const [name, decl] of ADDED_TASK_COLUMNS) {
       if (!taskColumns.has(name)) db.run(`ALTER TABLE tasks ADD COLUMN ${name} ${decl}`);
     }
@@ -46,5 +51,6 @@ export function migrate(db: Database): void {
     }
 
     for (const sql of CREATE_INDEXES_AND_TRIGGERS) db.run(sql);
+    return from;
   }).immediate();
 }

@@ -19,7 +19,7 @@ import { chmodSync, closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdi
 import { join } from "node:path";
 import { ServerFsError } from "../errors.ts";
 import { O_CLOEXEC } from "../fs/dir-handle.ts";
-import { migrate } from "./migrate.ts";
+import { type MigratedFrom, migrate } from "./migrate.ts";
 
 export const DB_FILE = "state.sqlite3";
 const DB_FILES = [DB_FILE, `${DB_FILE}-wal`, `${DB_FILE}-shm`] as const;
@@ -27,6 +27,8 @@ const DB_FILES = [DB_FILE, `${DB_FILE}-wal`, `${DB_FILE}-shm`] as const;
 export interface OpenOptions {
   /** Main thread only: set WAL and run the §16.4 migration before returning. */
   migrate?: boolean;
+  /** Told what the migration started from (the Bridge logs it). */
+  onMigrated?: (from: MigratedFrom) => void;
 }
 
 const unsafeDir = () => new ServerFsError("STATE_DIR_UNSAFE", "state_dir is not a private directory of the Bridge user");
@@ -107,7 +109,8 @@ export function openDatabase(stateDir: string, opts: OpenOptions = {}): Database
     db.run("PRAGMA synchronous = FULL");
     if (opts.migrate) {
       db.run("PRAGMA journal_mode = WAL");
-      migrate(db);
+      const from = migrate(db);
+      opts.onMigrated?.(from);
     }
     for (const name of DB_FILES) privatize(join(stateDir, name));
   } catch (e) {
