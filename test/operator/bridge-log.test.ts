@@ -64,6 +64,7 @@ describe("the Bridge's log at info", () => {
     expect([...order].sort((a, b) => a - b)).toEqual(order);
     expect(lines.find((l) => l.event === "signal_received")!["signal"]).toBe("SIGTERM");
     // no prompt, no workdir content, and the pid and files only in the startup line
+    expect(lines.filter((l) => l.event === "rpc_answered")).toEqual([]);
     expect(raw).not.toContain(CANARY);
     expect(raw).not.toContain(env.workspace);
     for (const l of lines.filter((x) => x.event !== "bridge_started")) expect(JSON.stringify(l)).not.toContain(env.stateDir);
@@ -81,6 +82,22 @@ describe("the Bridge's log at info", () => {
       const again = await startBridgeProcess(env);
       await again.stop();
       expect(parse(again.stderr()).find((l) => l.event === "schema_migrated")).toBeUndefined();
+    } finally {
+      env.dir.remove();
+    }
+  }, 60_000);
+
+  test("debug adds protocol detail: each answered request's method, outcome and time, never its params", async () => {
+    const env = bridgeEnv({ config: { server: { log_level: "debug" } } });
+    try {
+      const bridge = await startBridgeProcess(env);
+      const r = await call<{ task_id: string }>(env.socketPath, "task.submit", { runtime: "fake", workdir: "repo", path: "", profile: "review", prompt: `complete:${CANARY}` });
+      await waitForTask(env.socketPath, r.task_id, isTerminalTask);
+      await bridge.stop();
+      const answered = parse(bridge.stderr()).filter((l) => l.event === "rpc_answered");
+      expect(answered.find((l) => l["method"] === "task.submit")).toMatchObject({ level: "DEBUG", ok: true, ms: expect.any(Number) });
+      expect(answered.some((l) => l["method"] === "task.get")).toBe(true);
+      expect(bridge.stderr()).not.toContain(CANARY);
     } finally {
       env.dir.remove();
     }

@@ -114,6 +114,8 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
       sharingGid,
       handlers: bridgeHandlers(service),
       isClosing: () => service.isClosing,
+      // protocol detail only at debug: no per-request cost otherwise
+      onAnswered: config.server.log_level === "debug" ? (method, r, ms) => audit.debug("rpc_answered", { method, request_id: r.request_id, ok: r.ok, error_code: r.ok ? undefined : r.error?.code, ms: Math.round(ms * 10) / 10 }) : undefined,
     });
     // the operator's own files and the pid, in this one line only (docs/deployment.md "Logs")
     audit.info("bridge_started", {

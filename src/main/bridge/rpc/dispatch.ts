@@ -32,6 +32,8 @@ export interface Dispatch {
   isClosing: () => boolean;
   /** Told about every unexpected handler failure (the peer only sees a generic message). */
   onUnexpected?: ((method: Method, error: unknown) => void) | undefined;
+  /** Told about every answered request: the debug log's protocol detail (never params or results). */
+  onAnswered?: ((method: string | null, response: RpcResponse, ms: number) => void) | undefined;
 }
 
 type Parsed = { ok: true; value: unknown } | { ok: false; message: string };
@@ -55,6 +57,15 @@ function echoId(value: unknown): string | null {
 }
 
 export async function answerLine(bytes: Uint8Array, dispatch: Dispatch, ctx: RequestContext): Promise<RpcResponse> {
+  if (!dispatch.onAnswered) return answer(bytes, dispatch, ctx);
+  const began = performance.now();
+  const seen: { method: string | null } = { method: null };
+  const response = await answer(bytes, dispatch, ctx, seen);
+  dispatch.onAnswered(seen.method, response, performance.now() - began);
+  return response;
+}
+
+async function answer(bytes: Uint8Array, dispatch: Dispatch, ctx: RequestContext, seen?: { method: string | null }): Promise<RpcResponse> {
   const parsed = parseLine(bytes);
   const id = parsed.ok ? echoId(parsed.value) : null;
   if (dispatch.isClosing()) return failure(id, "BRIDGE_CLOSED", "the Bridge is shutting down");
@@ -64,6 +75,7 @@ export async function answerLine(bytes: Uint8Array, dispatch: Dispatch, ctx: Req
   const envelope = checkObject(RequestEnvelopeSchema, parsed.value, "", "request");
   if (!envelope.ok) return failure(id, "INVALID_REQUEST", envelope.message);
   const { protocol_version, request_id, method, params } = envelope.value;
+  if (seen) seen.method = typeof method === "string" ? method.slice(0, 64) : null;
   if (protocol_version !== PROTOCOL_VERSION) {
     return failure(request_id, "PROTOCOL_VERSION_UNSUPPORTED", `this Bridge speaks protocol version ${PROTOCOL_VERSION}`);
   }

@@ -9,6 +9,7 @@
  * connections stay: their further requests are answered BRIDGE_CLOSED until the process exits.
  */
 import { type Connection, type ConnectionSocket, Connection as ConnectionImpl } from "./connection.ts";
+import type { RpcResponse } from "../../../shared/bridge-protocol/envelope.ts";
 import type { MethodHandlers } from "./dispatch.ts";
 import { type AllowedPeer, resolvePeer } from "./peer-check.ts";
 import { bindSocket, prepareSocketPath, unlinkIfBound } from "./socket-hygiene.ts";
@@ -27,6 +28,8 @@ export interface RpcServerOptions {
   isClosing: () => boolean;
   /** Told about every unexpected handler failure, for the operator's log. */
   onUnexpected?: (method: string, error: unknown) => void;
+  /** Told about every answered request (method, outcome, milliseconds), for the debug log. */
+  onAnswered?: ((method: string | null, response: RpcResponse, ms: number) => void) | undefined;
 }
 
 export interface RpcServer {
@@ -41,6 +44,7 @@ export async function startRpcServer(options: RpcServerOptions): Promise<RpcServ
       handlers: options.handlers,
       isClosing: () => stopped.signal.aborted || options.isClosing(),
       onUnexpected: options.onUnexpected,
+      onAnswered: options.onAnswered,
     },
     allowed: resolvePeer(options.peer),
     serverSignal: stopped.signal,
