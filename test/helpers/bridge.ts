@@ -58,7 +58,10 @@ export function bridgeEnv(opts: BridgeEnvOptions = {}): BridgeEnv {
 
 export interface BridgeProcess {
   proc: ReturnType<typeof spawnCli>;
+  /** Everything the Bridge wrote on stderr but its startup line. */
   stderr(): string;
+  /** The `bridge_started` line, parsed. */
+  startupLine(): Record<string, unknown> | null;
   stop(signal?: NodeJS.Signals): Promise<number>;
 }
 
@@ -78,7 +81,9 @@ export async function startBridgeProcess(env: BridgeEnv, processEnv?: Record<str
   await waitForAuditEvent(forWait, "bridge_started", 20_000);
   return {
     proc,
-    stderr: () => log,
+    // the startup line alone may name the operator's own files and the pid (docs/deployment.md "Logs")
+    stderr: () => log.replace(/^.*"event":"bridge_started".*\n/m, ""),
+    startupLine: () => JSON.parse(/^.*"event":"bridge_started".*$/m.exec(log)?.[0] ?? "null") as Record<string, unknown> | null,
     async stop(signal = "SIGTERM") {
       proc.kill(signal);
       return proc.exited;

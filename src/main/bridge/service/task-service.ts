@@ -87,6 +87,8 @@ interface LiveRun {
   stopRequested: boolean;
   /** Which sandbox litter names the start directory lacked before the provider started. */
   litter: LitterBaseline | null;
+  /** The operational log's `task_started` line was written. */
+  startLogged?: boolean;
 }
 
 export interface SubmitParams {
@@ -295,11 +297,11 @@ export class TaskService {
       throw new ServerFsError(code, `task ${taskId} could not be scheduled`);
     }
     this.deadlines.arm(taskId, deadlineAt, () => void this.onDeadline(taskId));
+    this.logTask("task_submitted", taskId);
     run.done = this.execute(run, ws, startDir, p.prompt, profile, continueNativeSessionId).catch((e) => {
       // every expected failure is settled inside; this keeps an unexpected one from taking the Bridge down
       this.deps.audit.error("run_failed", { task_id: taskId, error_type: e instanceof Error ? e.name : typeof e });
     });
-    this.logTask("task_submitted", taskId);
     return { task_id: taskId, status: "queued", correlation_id: correlationId, idempotency_key: idempotencyKey };
   }
 
@@ -430,7 +432,6 @@ export class TaskService {
       run.litter = noteLitterBaseline(ws, ws.confine(this.store.getTask(run.taskId)!.relative_cwd).segments);
       this.store.recordProvider(run.taskId, { mark });
       if (run.lease) updateGuard(this.lockDir, run.slot, run.taskId, { provider_mark: mark }, this.deps.sharingGid);
-      this.logTask("task_started", run.taskId);
       report = await this.deps.provider.run(
         {
           taskId: run.taskId,
@@ -459,6 +460,11 @@ export class TaskService {
   private hostFor(run: LiveRun, ws: Workspace): ProviderHost {
     return {
       recorded: async (_taskId, facts) => {
+        // the provider's group is known once it has been spawned: that is the task's start
+        if (facts.pgid != null && !run.startLogged) {
+          run.startLogged = true;
+          this.logTask("task_started", run.taskId);
+        }
         if (!run.lease) return;
         updateGuard(
           this.lockDir,
