@@ -1,6 +1,6 @@
 #!/usr/bin/env bun
 /**
- * `serverfs` command dispatch (config.md). Exit codes: 0 success, 2 configuration or usage error
+ * `serverfs` command dispatch (docs/configuration.md). Exit codes: 0 success, 2 configuration or usage error
  * (`serverfs: configuration error: ...` on stderr), 1 any other failure. stdout is reserved for
  * protocol (mcp) or for the command's own output.
  */

@@ -1,5 +1,5 @@
 /**
- * The audit log (mcp-surface.md §10): one JSON object per line on stderr, metadata only. Callers
+ * The audit log (docs/mcp-tools.md#audit-log): one JSON object per line on stderr, metadata only. Callers
  * pass counts, codes and normalized relative paths; nothing here ever sees contents or secrets.
  */
 export type Level = "DEBUG" | "INFO" | "WARN" | "ERROR";

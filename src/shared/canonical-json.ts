@@ -1,5 +1,5 @@
 /**
- * Canonical JSON (bridge.md §0) and SHA-256, the two halves of every hash the Bridge publishes
+ * Canonical JSON (docs/task-model.md#conventions) and SHA-256, the two halves of every hash the Bridge publishes
  * (manifest, policy hash, idempotency fingerprint) and of the guard file's content.
  *
  * Offers:

@@ -1,6 +1,6 @@
 /**
  * The one error type of ServerFS. Every failure a user can cause carries exactly one code from
- * the contract (mcp-surface.md §11, bridge.md §15.2) and a short fixed English message that never
+ * the contract (docs/mcp-tools.md#error-codes, docs/errors.md#bridge-rpc-errors) and a short fixed English message that never
  * holds host paths, contents, prompts or secrets.
  */
 
@@ -148,7 +148,7 @@ export function isErrorCode(code: string): code is ErrorCode {
 }
 
 /**
- * An error relayed verbatim from the Bridge (mcp-surface.md §9.1). Bridge codes are additive, so a
+ * An error relayed verbatim from the Bridge (docs/mcp-tools.md#bridge-calls). Bridge codes are additive, so a
  * newer Bridge may send a code this build does not list: `relayedCode` and `toText()` always carry
  * the code as received; `code` is that same code when it is listed, else AGENT_BRIDGE_ERROR, so code
  * that switches on `code` stays exhaustive over known codes.

@@ -1,5 +1,5 @@
 /**
- * Checking a human's reply against the pending request it answers (bridge.md §6.2 steps 5–7):
+ * Checking a human's reply against the pending request it answers (docs/bridge-rpc.md#taskapprovalrespond-and-taskquestionanswer steps 5–7):
  * the decision must be offered, granted permissions must have been requested, and answers must
  * fit the questions exactly. Pure functions: the CAS resolution happens in the store.
  */

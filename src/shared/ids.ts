@@ -1,5 +1,5 @@
 /**
- * Identifiers the Bridge generates (bridge.md §0), all from the cryptographic RNG, usable on any
+ * Identifiers the Bridge generates (docs/task-model.md#conventions), all from the cryptographic RNG, usable on any
  * thread. Offers:
  * - `newTaskId()` `agt_` + 24 hex, `newRequestId()` `req_` + 24 hex (96 bits each);
  * - `newRpcRequestId()` `mcp_` + 24 hex, the MCP role's RPC envelope id;

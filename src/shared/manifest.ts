@@ -1,5 +1,5 @@
 /**
- * The execution manifest (bridge.md §9): the immutable record of the facts a task ran under, written
+ * The execution manifest (docs/task-model.md#the-execution-manifest): the immutable record of the facts a task ran under, written
  * once with the task row and hashed so a reader can verify it later.
  *
  * Offers:

@@ -1,5 +1,5 @@
 /**
- * The process-group proof of bridge.md §11.5, from `/proc` only. Usable from any thread; it keeps no
+ * The process-group proof of docs/task-model.md#process-group-proof, from `/proc` only. Usable from any thread; it keeps no
  * state between calls.
  *
  * Offers:
@@ -41,7 +41,7 @@ export interface TerminateBounds {
 export const DEFAULT_TERMINATE_BOUNDS: TerminateBounds = { graceMs: 5000, verifyMs: 5000, pollMs: 100 };
 
 /**
- * Stopping a cancelled or timed-out run (bridge.md §7.2 step 5): the runtime's interrupt and the 10 s
+ * Stopping a cancelled or timed-out run (docs/bridge-rpc.md#taskcancel step 5): the runtime's interrupt and the 10 s
  * wait for the leader were its grace, so the group gets SIGKILL at once and 5 s to read gone.
  */
 export const KILL_BOUNDS: TerminateBounds = { graceMs: 0, verifyMs: 5000, pollMs: 100 };

@@ -1,5 +1,5 @@
 /**
- * Host-path redaction (bridge.md §4.5, mcp-surface.md §9.6): host paths and provider-native ids never
+ * Host-path redaction (docs/events.md#redaction, docs/mcp-tools.md#redaction-and-identifiers): host paths and provider-native ids never
  * leave the Bridge. Pure and linear in the input, so the 8 MiB final text is cheap. Offers:
  * - `new Redactor(roots)`: roots are a workdir's configured path and its resolved real path;
  *   - `redactValue(v)`: a JSON value (event or HITL payload) with dropped keys removed at any depth,

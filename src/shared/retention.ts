@@ -1,5 +1,5 @@
 /**
- * Retention GC (bridge.md §8.3): terminal tasks completed more than `retention_hours` ago are
+ * Retention GC (docs/task-model.md#retention): terminal tasks completed more than `retention_hours` ago are
  * removed as a whole unit — spool file, then the row with its events and requests. A task that a
  * guard still names is skipped, and so is one whose spool entry cannot be removed (next pass).
  * Never touches an active task. Runs on whichever thread calls it, with that thread's connection.

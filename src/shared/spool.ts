@@ -1,5 +1,5 @@
 /**
- * The result spool (bridge.md §10): redacted final texts over the inline limit live in
+ * The result spool (docs/task-model.md#results): redacted final texts over the inline limit live in
  * `state_dir/results/<task_id>.txt`, private to the Bridge user, published atomically and read back
  * in UTF-8-safe chunks. Synchronous and stateless, so the spool worker (and a test) can call it on
  * any thread. Offers:

@@ -1,5 +1,5 @@
 /**
- * Timestamps in the one fixed form of bridge.md §0, `YYYY-MM-DDTHH:MM:SS.sssZ` (24 characters, what
+ * Timestamps in the one fixed form of docs/task-model.md#conventions, `YYYY-MM-DDTHH:MM:SS.sssZ` (24 characters, what
  * `Date.prototype.toISOString()` gives), so SQL may compare them as strings. Offers:
  * - `nowIso()`;
  * - `addSecondsIso(iso, s)` for `deadline_at` and `expires_at`;

@@ -1,5 +1,5 @@
 /**
- * Provider events are appended in batches (bridge.md §4.2): flushed at least every 250 ms, at 64
+ * Provider events are appended in batches (docs/events.md#limits): flushed at least every 250 ms, at 64
  * buffered events, and always before any state change of the task — one transaction per batch, in
  * emission order. Once a batch breaks a limit the rest of the run's events are dropped and the
  * breaking code is kept for the run to end with.

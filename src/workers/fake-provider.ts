@@ -1,5 +1,5 @@
 /**
- * The scripted `fake` runtime as its own process (providers.md "fake: the scripted runtime"): run as
+ * The scripted `fake` runtime as its own process (docs/runtimes.md#fake): run as
  * `bun src/workers/fake-provider.ts` in a checkout, or through `serverfs __fake-provider` by calling
  * `runFakeProvider()`. It speaks the wire of `providers/fake-wire.ts` on stdin/stdout, so it goes
  * through the same process, stream, approval, cancel and crash paths as a real runtime.
@@ -101,7 +101,7 @@ type Form = [RegExp, (m: RegExpExecArray, req: RunRequest, inbox: Inbox) => Scri
 
 const count = (digits: string): number | null => (Number.isSafeInteger(Number(digits)) ? Number(digits) : null);
 
-/** The prompt forms of the providers.md table, in its order; the first match wins. */
+/** The prompt forms of the docs/runtimes.md table, in its order; the first match wins. */
 const FORMS: Form[] = [
   [/^complete:([\s\S]*)$/, (m) => async () => ({ kind: "final", text: m[1]! })],
   [

@@ -1,5 +1,5 @@
 /**
- * The provider idle timeout (`event_idle_timeout_seconds`, bridge.md §5.4 step 9): fires when the
+ * The provider idle timeout (`event_idle_timeout_seconds`, docs/task-model.md#execution step 9): fires when the
  * provider has written nothing for the whole interval, never while a human request is open or the
  * provider reports a command in progress. A zero interval disables it.
  */

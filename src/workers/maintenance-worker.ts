@@ -1,5 +1,5 @@
 /**
- * The maintenance worker (bridge.md §1): every `maintenance_interval_seconds` it runs retention GC,
+ * The maintenance worker (docs/task-model.md#threads): every `maintenance_interval_seconds` it runs retention GC,
  * the deadline and interaction-expiry sweeps — the backstop behind the task service's own timers —
  * and the periodic reconciliation sweep (§12.3). It deletes GC'd rows and spool files itself;
  * anything that touches a provider, a lease or a guard it hands to the task service through the

@@ -142,7 +142,7 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
       await host.recorded(spec.taskId, n);
     },
     // Not at the group's record: only once the provider passed its handshake and has its input is
-    // the task running (bridge.md §5.4 steps 3–4), so a running task always takes steering.
+    // the task running (docs/task-model.md#execution steps 3–4), so a running task always takes steering.
     started: () => {
       batcher.flush();
       transition(store(), spec.taskId, "running", {

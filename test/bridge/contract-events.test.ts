@@ -1,5 +1,5 @@
 /**
- * Bridge contract, events (bridge.md §4; plan §4 item 1): envelope schema version 1, correlation_id
+ * Bridge contract, events (docs/events.md; plan §4 item 1): envelope schema version 1, correlation_id
  * copied into every envelope and read, the exclusive cursor, the long poll and the per-task limit,
  * all through the real Bridge process and the fake runtime.
  */

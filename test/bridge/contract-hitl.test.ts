@@ -1,5 +1,5 @@
 /**
- * Bridge contract, humans in the loop and steering (bridge.md §6, §7): approvals and questions with
+ * Bridge contract, humans in the loop and steering (docs/task-model.md#human-in-the-loop-requests, §7): approvals and questions with
  * every check of §6.2 in order, late and stale replies, live steering, and the idempotent,
  * terminal-first cancel — through the real Bridge and the fake runtime's scripted requests.
  */

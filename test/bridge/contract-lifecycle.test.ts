@@ -1,5 +1,5 @@
 /**
- * Bridge contract, lifetimes (bridge.md §8, §5.3 step 13.5; plan §4 items 4 and 5): the task
+ * Bridge contract, lifetimes (docs/task-model.md#deadlines-and-interaction-expiry, §5.3 step 13.5; plan §4 items 4 and 5): the task
  * deadline, interaction expiry and late replies, the active-task limit, and 168 h retention GC of the
  * whole task unit including its spool file. Each concern runs its own real Bridge, because the
  * lifecycle values are Bridge-wide.

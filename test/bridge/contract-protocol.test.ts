@@ -1,5 +1,5 @@
 /**
- * Bridge contract, protocol (bridge.md §2–§3) against the real `serverfs bridge` process over its
+ * Bridge contract, protocol (docs/bridge-rpc.md#socket-and-framing–§3) against the real `serverfs bridge` process over its
  * real Unix socket: every malformed-envelope class, the validation order, the method table and the
  * exact result shapes.
  */

@@ -1,5 +1,5 @@
 /**
- * Bridge contract, results (bridge.md §5.4 step 6, §10; plan §4 items 8, 9 and 10): the inline /
+ * Bridge contract, results (docs/task-model.md#execution step 6, §10; plan §4 items 8, 9 and 10): the inline /
  * spool / too-large thresholds at their exact byte boundaries, the preview, the private spool file,
  * exact multi-chunk UTF-8 reconstruction with SHA-256, every refusal of `task.result.read`, and the
  * result reader's protocol and MCP schemas. Sizes are built with the fake runtime's `repeat:N:TEXT`.

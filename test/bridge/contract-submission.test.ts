@@ -1,5 +1,5 @@
 /**
- * Bridge contract, submission (bridge.md §5.3, §7.3, §9; plan §4 items 2 and 3): which error wins,
+ * Bridge contract, submission (docs/bridge-rpc.md#tasksubmit, §7.3, §9; plan §4 items 2 and 3): which error wins,
  * profile rules, the start directory's path policy, idempotent replay, correlation_id validation and
  * opacity, the immutable manifest, continuation, and a crashing provider — all through the real
  * Bridge process, its socket and the fake runtime's real child processes.

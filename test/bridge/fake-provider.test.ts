@@ -224,7 +224,7 @@ describe("§5.4 steps 2–3 spawn and the durable process group", () => {
   });
 });
 
-describe("providers.md fake: the scripted runtime", () => {
+describe("docs/runtimes.md fake: the scripted runtime", () => {
   test("complete:TEXT completes with TEXT; native ids are fake-session-<id> and fake-turn-<id>", async () => {
     const { r, outcome } = await outcomeOf("complete:all done: yes");
     expect(outcome).toEqual({ kind: "final", text: "all done: yes" });
@@ -425,7 +425,7 @@ describe("providers.md fake: the scripted runtime", () => {
   });
 });
 
-describe("providers.md fake: continuation", () => {
+describe("docs/runtimes.md fake: continuation", () => {
   test("a continuation resumes the given session and completes with continued:<final text>", async () => {
     const prior = `fake-session-${newTaskId()}`;
     const { r, outcome } = await outcomeOf("approval:ls", { continueFrom: prior, decisions: ["deny"] });
@@ -449,7 +449,7 @@ describe("providers.md fake: continuation", () => {
   });
 });
 
-describe("providers.md process model: the line reader", () => {
+describe("docs/runtimes.md process model: the line reader", () => {
   test("a line over the cap fails the run with AGENT_PROVIDER_ERROR; the caller survives and the provider ends", async () => {
     const capped = createFakeAdapter({ lineCap: 4096 });
     const { outcome } = await outcomeOf("repeat:10000:x", { adapter: capped });

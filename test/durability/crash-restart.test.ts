@@ -1,5 +1,5 @@
 /**
- * Crash and restart (bridge.md §5.5 "Crash case", §11.3–§11.4, §12.2): a real `serverfs bridge` is
+ * Crash and restart (docs/task-model.md#the-finally-path "Crash case", §11.3–§11.4, §12.2): a real `serverfs bridge` is
  * killed with SIGKILL during a workspace-write `spawn:` task, so no finally path runs and the
  * provider's grandchild outlives it; the next start must decide from evidence alone.
  */

@@ -1,5 +1,5 @@
 /**
- * Guards nobody is running (bridge.md §12.2 rows G1–G3), the process-group proof against a provider
+ * Guards nobody is running (docs/task-model.md#reconciliation rows G1–G3), the process-group proof against a provider
  * that ignores SIGTERM (§11.5), lazy reconciliation at write submit (§12.3) and the operator
  * override with no Bridge running (§12.5). Guards are laid out as a crashed Bridge leaves them, on
  * real lock directories; the maintenance sweep is held off (one-hour interval) so that only startup

@@ -1,5 +1,5 @@
 /**
- * Exclusion (bridge.md §1 instance lock, §11.1 writer leases, §11.4): one Bridge per state
+ * Exclusion (docs/task-model.md#threads instance lock, §11.1 writer leases, §11.4): one Bridge per state
  * directory, one write task per slot, with real processes and real lock files.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";

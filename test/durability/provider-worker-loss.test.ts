@@ -19,7 +19,7 @@ afterAll(async () => {
   env.dir.remove();
 });
 
-describe("bridge.md §1 a provider worker that dies", () => {
+describe("docs/task-model.md#threads a provider worker that dies", () => {
   test("its task ends AGENT_PROVIDER_DISCONNECTED, the group is stopped, the slot is freed, and a new worker runs the next task", async () => {
     const sub = await call(env.socketPath, "task.submit", { runtime: "fake", workdir: "repo", path: "", profile: "workspace-write", prompt: "spawn:30" });
     const taskId = String(sub["task_id"]);

@@ -1,5 +1,5 @@
 /**
- * When reconciliation cannot clear a guard (bridge.md §12.2 row T5, `terminate_orphans = false`):
+ * When reconciliation cannot clear a guard (docs/task-model.md#reconciliation row T5, `terminate_orphans = false`):
  * the slot stays fail-closed for writes, the periodic sweep (§12.3) clears the guard once the orphan
  * is gone, and the operator override (§12.5, `serverfs recovery`) clears it explicitly.
  */

@@ -1,5 +1,5 @@
 /**
- * Shutdown on SIGTERM (bridge.md §14): every provider group terminated and verified in parallel,
+ * Shutdown on SIGTERM (docs/task-model.md#shutdown): every provider group terminated and verified in parallel,
  * every active task interrupted with BRIDGE_SHUTDOWN, guards removed where the stop was verified,
  * leases released, exit 0 — and a second signal forcing exit 1 at once, failing closed.
  */

@@ -90,7 +90,7 @@ export function taskRow(stateDir: string, taskId: string): TaskRow | null {
   }
 }
 
-/** What the MCP role sees for a slot (bridge.md §11.4): it opens NN.lock read-only and never writes. */
+/** What the MCP role sees for a slot (docs/task-model.md#lease-files-and-the-active-slot-guard): it opens NN.lock read-only and never writes. */
 export function mcpView(lockDir: string, slot: number): "busy" | "recovery_required" | "free" {
   const fd = openSync(lockPath(lockDir, slot), constants.O_RDONLY | constants.O_NOFOLLOW);
   try {

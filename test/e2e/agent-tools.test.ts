@@ -1,5 +1,5 @@
 /**
- * The nine Agent tools end to end (mcp-surface.md §9, §10; bridge.md): a real `serverfs bridge` with
+ * The nine Agent tools end to end (docs/mcp-tools.md#agent-tools, §10; docs/bridge-rpc.md): a real `serverfs bridge` with
  * the scripted fake runtime, and `serverfs mcp` over stdio driven by the SDK's Client — once more
  * over Streamable HTTP. One Bridge and one MCP server serve the whole file; the tests run in order,
  * and the last ones stop the Bridge and scan both processes' logs for what must never be there.

@@ -1,5 +1,5 @@
 /**
- * The writer lease on both sides (mcp-surface.md §8; bridge.md §11, §12): a real Bridge holds a
+ * The writer lease on both sides (docs/mcp-tools.md#writer-lease; docs/task-model.md#lease-files-and-the-active-slot-guard, §12): a real Bridge holds a
  * slot for a `workspace-write` task while `serverfs mcp` tries to mutate it; then the Bridge is
  * killed with SIGKILL mid-task, leaving its guard and an orphan provider group behind, and a restarted
  * Bridge reconciles them from evidence.
@@ -43,7 +43,7 @@ const create = (workdir: string, path: string) => mcp.call("create_text_file", {
 
 /**
  * Repeats a call that needs the slot until it succeeds (bounded): a finished task's lease is held
- * until its finally path has proven the provider stopped (bridge.md §7.2), so every refusal on the
+ * until its finally path has proven the provider stopped (docs/bridge-rpc.md#taskcancel), so every refusal on the
  * way must be WORKDIR_BUSY.
  */
 async function whenSlotFree(attempt: () => Promise<CallToolResult>): Promise<Json> {
@@ -107,7 +107,7 @@ describe("§8 the lease held by a workspace-write task", () => {
   });
 });
 
-describe("§8 and bridge.md §12: the Bridge killed mid-task", () => {
+describe("§8 and docs/task-model.md#reconciliation: the Bridge killed mid-task", () => {
   let taskId: string;
   let pgid: number;
 
@@ -152,7 +152,7 @@ describe("§8 and bridge.md §12: the Bridge killed mid-task", () => {
     expect(byType("task.reconciled")).toEqual({ status: "SESSION_RESUMABLE", provider_active: false, error_code: "BRIDGE_RESTARTED" });
     expect(byType("task.interrupted")).toEqual({ error_code: "BRIDGE_RESTARTED" });
 
-    // bridge.md §12.4: the recovery is audited as metadata only
+    // docs/task-model.md#reconciliation: the recovery is audited as metadata only
     await eventually(() => parseAudit(bridge.stderr()).some((r) => r["task_id"] === taskId && r["slot"] === 1));
     const recovery = parseAudit(bridge.stderr()).filter((r) => r["task_id"] === taskId);
     expect(recovery.every((r) => r["schema_version"] === 1 && r["correlation_id"] === "corr-crash")).toBe(true);

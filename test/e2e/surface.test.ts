@@ -1,5 +1,5 @@
 /**
- * The surface a client sees before it calls anything (mcp-surface.md §1.1, §1.2, §1.5, §3): which
+ * The surface a client sees before it calls anything (docs/mcp-tools.md#server-identity-and-instructions, §1.2, §1.5, §3): which
  * tools `serverfs mcp` registers for which configuration, in which order, with which annotations and
  * input schemas, and what its instructions say. Startup never contacts the Bridge (§2.3), so these
  * servers run without one.

@@ -207,7 +207,7 @@ export function recordedMark(stateDir: string, taskId: string): string {
   }
 }
 
-/** Live processes whose environment carries SERVERFS_PROVIDER_MARK=<mark> (bridge.md §11.5). */
+/** Live processes whose environment carries SERVERFS_PROVIDER_MARK=<mark> (docs/task-model.md#process-group-proof). */
 export function markedProcesses(mark: string): string[] {
   const needle = `SERVERFS_PROVIDER_MARK=${mark}`;
   return readdirSync("/proc").filter((pid) => {

@@ -1,5 +1,5 @@
 /**
- * Building a v0.6 Bridge database for migration tests: the schema of bridge.md §16.3, verbatim, and
+ * Building a v0.6 Bridge database for migration tests: the schema of docs/task-model.md#the-state-database, verbatim, and
  * legacy rows written with exactly the columns a v0.6 Bridge had, in a fresh `state_dir` the test
  * then hands to a real v0.7 Bridge.
  */
@@ -7,7 +7,7 @@ import { Database } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 
-/** bridge.md §16.3. */
+/** docs/task-model.md#the-state-database. */
 export const V06_SCHEMA = `
 CREATE TABLE tasks (
   task_id TEXT PRIMARY KEY, runtime TEXT NOT NULL, workdir_alias TEXT NOT NULL,

@@ -1,5 +1,5 @@
 /**
- * `serverfs doctor` (config.md "Commands"): one `ok` / `warn` / `fail` line per check, exit 0 only
+ * `serverfs doctor` (docs/cli.md): one `ok` / `warn` / `fail` line per check, exit 0 only
  * when nothing failed. The real CLI against a real Bridge process and real directories.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";

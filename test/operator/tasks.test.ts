@@ -1,5 +1,5 @@
 /**
- * `serverfs tasks list|show|events|tail` (config.md "Commands"; bridge.md §3 task.list, task.get,
+ * `serverfs tasks list|show|events|tail` (docs/cli.md; docs/bridge-rpc.md#methods task.list, task.get,
  * task.events): the real CLI against one real Bridge process, over its socket.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";

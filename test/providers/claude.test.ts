@@ -1,6 +1,6 @@
 /**
- * The claude adapter against the real Claude Code CLI, offline (providers.md "claude" and "Testing the
- * real runtimes offline"; bridge.md §13): the native binary talks to the scripted mock of
+ * The claude adapter against the real Claude Code CLI, offline (docs/runtimes.md#claude and "Testing the
+ * real runtimes offline"; docs/runtimes.md): the native binary talks to the scripted mock of
  * test/fixtures/mock-anthropic.ts, driven through a test RunContext, plus one task through the real
  * Bridge. Without the CLI the file is skipped loudly, except under CI=true, where that is a failure.
  */
@@ -213,7 +213,7 @@ describe.skipIf(!PRESENT)("§13.1 runtime.list entry for claude", () => {
   }, 10_000);
 });
 
-describe.skipIf(!PRESENT)("providers.md claude: a plain turn", () => {
+describe.skipIf(!PRESENT)("docs/runtimes.md claude: a plain turn", () => {
   test("the final text is the result's exact text; pgid/startTime are recorded before the prompt, then the session id", async () => {
     const s = setup([{ say: "Hello from the mock: ünïcode ✓" }]);
     const r = run(s, "say hello");
@@ -250,7 +250,7 @@ describe.skipIf(!PRESENT)("providers.md claude: a plain turn", () => {
   }, 40_000);
 });
 
-describe.skipIf(!PRESENT)("providers.md claude: can_use_tool approvals", () => {
+describe.skipIf(!PRESENT)("docs/runtimes.md claude: can_use_tool approvals", () => {
   const touch = (): MockStep => ({ tool: "Bash", input: { command: "touch made.txt", description: "Create a file" } });
 
   test("an allowed Bash command runs: command approval with command_display and a cwd-relative blocked_path", async () => {
@@ -364,7 +364,7 @@ describe.skipIf(!PRESENT)("providers.md claude: can_use_tool approvals", () => {
   }, 40_000);
 });
 
-describe.skipIf(!PRESENT)("providers.md claude: cancel and continuation", () => {
+describe.skipIf(!PRESENT)("docs/runtimes.md claude: cancel and continuation", () => {
   test("cancel mid-turn (the model hangs) ends the run cancelled and the group exits", async () => {
     const s = setup([{ hang: true }]);
     const r = run(s, "think forever");

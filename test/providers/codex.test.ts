@@ -1,6 +1,6 @@
 /**
  * The codex adapter against the real Codex CLI (`codex app-server`), fully offline against the
- * scripted Responses mock (providers.md "codex" and "Testing the real runtimes offline"; bridge.md
+ * scripted Responses mock (docs/runtimes.md#codex and "Testing the real runtimes offline"; docs/bridge-rpc.md
  * §13). Each test has its own CODEX_HOME under the checkout's `.tmp/` (Codex refuses the system temp
  * directory) and its own mock.
  */
@@ -175,7 +175,7 @@ describe.skipIf(!present)("§13.1 codex probe", () => {
   });
 });
 
-describe.skipIf(!present)("providers.md codex: a turn over app-server", () => {
+describe.skipIf(!present)("docs/runtimes.md codex: a turn over app-server", () => {
   test("a plain completion's final text is exactly the agent's final answer", async () => {
     const h = harness([{ say: "hello from the mock", phase: "final_answer" }]);
     const r = run(h, "say hello");
@@ -230,7 +230,7 @@ describe.skipIf(!present)("providers.md codex: a turn over app-server", () => {
   }, 20_000);
 });
 
-describe.skipIf(!present)("providers.md codex: approvals (approvalPolicy untrusted)", () => {
+describe.skipIf(!present)("docs/runtimes.md codex: approvals (approvalPolicy untrusted)", () => {
   // the command's output, never its text: only a run command can produce it
   const COMMAND = "echo $((12345+54321))";
   const OUTPUT = "66666";
@@ -270,7 +270,7 @@ describe.skipIf(!present)("providers.md codex: approvals (approvalPolicy untrust
   }, 20_000);
 });
 
-describe.skipIf(!present)("providers.md codex: continuation (thread/resume)", () => {
+describe.skipIf(!present)("docs/runtimes.md codex: continuation (thread/resume)", () => {
   test("a continuation resumes the thread: same session, and the model sees the earlier history", async () => {
     const h = harness([
       { say: "the first answer", phase: "final_answer" },
@@ -299,7 +299,7 @@ describe.skipIf(!present)("providers.md codex: continuation (thread/resume)", ()
   }, 20_000);
 });
 
-describe.skipIf(!present)("bridge.md §13 codex through the real Bridge", () => {
+describe.skipIf(!present)("docs/runtimes.md codex through the real Bridge", () => {
   test("runtime.list reports codex, and a submitted codex task succeeds with the mock's text", async () => {
     const h = harness([{ say: "done through the bridge", phase: "final_answer" }]);
     const env = bridgeEnv({

@@ -1,5 +1,5 @@
 /**
- * The audit log is metadata only (mcp-surface.md §10, §1.4): one session calls every tool, in
+ * The audit log is metadata only (docs/mcp-tools.md#audit-log, §1.4): one session calls every tool, in
  * successes and failures, with a distinct canary string in every place the contract says must
  * never be logged — file contents, created content, search queries, find patterns, search globs,
  * edit old/new text, upload payloads (raw and base64), downloaded bytes (base64), deny globs — and

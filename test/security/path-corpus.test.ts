@@ -1,5 +1,5 @@
 /**
- * The hostile-path corpus (mcp-surface.md §4.3–§4.9, §5–§7): hundreds of paths, each sent through
+ * The hostile-path corpus (docs/mcp-tools.md#path-confinement–§4.9, §5–§7): hundreds of paths, each sent through
  * every path-taking channel — the twelve path tools (upload both as create and as overwrite) and
  * the resource read — in read-write workdirs with binary transfer on. Each path states what it is
  * (a §4.3 refusal, or the kind of object its normalized form names); the tables below turn that

@@ -1,5 +1,5 @@
 /**
- * Race-safe confinement (mcp-surface.md §4.5, §4.9): while another process swaps objects inside
+ * Race-safe confinement (docs/mcp-tools.md#traversal-by-handle-and-symlinks, §4.9): while another process swaps objects inside
  * the workdir for stand-ins as fast as it can, the tools keep working on those paths. Every
  * segment is opened relative to its parent's handle without following a link, and the final
  * open is no-follow and non-blocking, so a call either works on the real object (wherever it is by

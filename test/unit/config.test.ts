@@ -23,7 +23,7 @@ const refuses = (raw: unknown, key: RegExp, role: Role = "mcp", namesValue = fal
 };
 const wd = (extra: Record<string, unknown> = {}) => ({ slot: 1, alias: "repo", path: ws, ...extra });
 
-describe("config.md defaults", () => {
+describe("docs/configuration.md defaults", () => {
   test("an empty file yields every documented default", () => {
     const c = build({});
     expect(c.server.log_level).toBe("info");
@@ -72,7 +72,7 @@ describe("config.md defaults", () => {
   });
 });
 
-describe("config.md validation: unknown keys and wrong types name the key", () => {
+describe("docs/configuration.md validation: unknown keys and wrong types name the key", () => {
   test("unknown top-level key", () => refuses({ bogus: 1 }, /^bogus: unknown key/));
   test("unknown nested key", () => refuses({ bridge: { lifecycle: { nope: 1 } } }, /bridge\.lifecycle\.nope: unknown key/));
   test("an unknown key close to a known one names it", () => {
@@ -92,7 +92,7 @@ describe("config.md validation: unknown keys and wrong types name the key", () =
   test("log_level enum", () => refuses({ server: { log_level: "loud" } }, /server\.log_level/));
 });
 
-describe("config.md cross-checks", () => {
+describe("docs/configuration.md cross-checks", () => {
   const enabled = { enabled: true, enable_fake_runtime: true };
   test("duplicate slot", () => refuses({ workdirs: [wd(), wd({ alias: "b" })] }, /^workdirs\[1\]\.slot: duplicate slot 1 \(workdirs\[0\] has it too\)$/));
   test("duplicate alias", () => refuses({ workdirs: [wd(), wd({ slot: 2 })] }, /^workdirs\[1\]\.alias: duplicate alias "repo" \(workdirs\[0\] has it too\)$/));
@@ -143,7 +143,7 @@ describe("config.md cross-checks", () => {
   });
 });
 
-describe("config.md file search order", () => {
+describe("docs/configuration.md file search order", () => {
   test("--config wins over SERVERFS_CONFIG", () => {
     expect(findConfigFile({ role: "mcp", configPath: "/a.toml", env: { SERVERFS_CONFIG: "/b.toml" } })).toBe("/a.toml");
   });

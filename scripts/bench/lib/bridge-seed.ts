@@ -4,7 +4,7 @@
  * event ingestion — raw batched inserts into a fresh file with the same schema and pragmas.
  *
  * The schema comes from the store itself (`Store.open` with `migrate: true`), so it is exactly
- * bridge.md §16.2; only the bulk rows are written with plain SQL, in one transaction, because the
+ * docs/task-model.md#the-state-database; only the bulk rows are written with plain SQL, in one transaction, because the
  * store inserts one task per transaction as a submission does.
  */
 import { Database } from "bun:sqlite";

@@ -1,5 +1,5 @@
 /**
- * One Bridge per state directory (bridge.md §1): an exclusive non-blocking `flock` on
+ * One Bridge per state directory (docs/task-model.md#threads): an exclusive non-blocking `flock` on
  * `state_dir/bridge.lock`, held for the process's lifetime and dropped by the kernel if it dies.
  * Whoever holds it is the guard files' one writer (§12.5).
  */

@@ -1,5 +1,5 @@
 /**
- * Reconciliation (bridge.md §12) on the Bridge's main thread, the only thread that writes guards.
+ * Reconciliation (docs/task-model.md#reconciliation) on the Bridge's main thread, the only thread that writes guards.
  * Every task a crashed Bridge left active, and every guard nobody is running, is decided from
  * evidence (`reconcile-verdict.ts`) — never re-run. Only a proven-gone provider
  * (`provider_active = false`) clears a guard; alive or unknown keeps it, so the slot stays

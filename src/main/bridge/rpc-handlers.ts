@@ -1,5 +1,5 @@
 /**
- * The Bridge's method table (bridge.md §3): each RPC method, its params already checked for key set
+ * The Bridge's method table (docs/bridge-rpc.md#methods): each RPC method, its params already checked for key set
  * and types by the protocol layer, mapped to one task-service call. Operator methods (`task.list`,
  * `recovery.*`) are additive in protocol 1; the MCP server never calls them.
  */

@@ -1,5 +1,5 @@
 /**
- * `serverfs bridge` (bridge.md §12.2 order): instance lock → database and migration → lock and
+ * `serverfs bridge` (docs/task-model.md#reconciliation order): instance lock → database and migration → lock and
  * spool directories → GC → reconciliation → workers → socket → serve. SIGTERM/SIGINT/SIGHUP run the
  * bounded shutdown of §14; a second signal forces exit 1, leaving unverified guards for the next
  * start to reconcile.

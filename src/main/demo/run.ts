@@ -1,5 +1,5 @@
 /**
- * `serverfs demo`: the embedded default (config.md). It lays out a temporary workspace and state,
+ * `serverfs demo`: the embedded default (docs/configuration.md). It lays out a temporary workspace and state,
  * starts a Bridge with the scripted `fake` runtime, drives `serverfs mcp` over stdio with the SDK's
  * own client as any MCP client would, and prints a readable transcript. Exits 0 only when every
  * step held. Nothing is left behind on any exit: a failed step, a reader that went away

@@ -1,5 +1,5 @@
 /**
- * The MCP role's Bridge RPC client (mcp-surface.md §9.1): per call one fresh connection to the
+ * The MCP role's Bridge RPC client (docs/mcp-tools.md#bridge-calls): per call one fresh connection to the
  * socket, one request line, one response line, close. Offers `BridgeClient` (`call`),
  * `BridgeClientOptions`, `CallOptions`, `knownHostPaths(config)`.
  *
@@ -60,7 +60,7 @@ const unavailable = (phrase: string) => new ServerFsError("AGENT_BRIDGE_UNAVAILA
 const cancelled = () => new ServerFsError("AGENT_BRIDGE_UNAVAILABLE", "the Bridge call was cancelled");
 const malformed = (phrase: string) => new ServerFsError("AGENT_BRIDGE_PROTOCOL_ERROR", phrase);
 
-/** The absolute paths of mcp-surface.md §9.1's safety net, as this role's config names them. */
+/** The absolute paths of docs/mcp-tools.md#bridge-calls's safety net, as this role's config names them. */
 export function knownHostPaths(config: Config): string[] {
   const { file, bridge } = config;
   const configured = [file.bridge.socket_path, file.bridge.mcp_socket_path, file.bridge.state_dir, file.bridge.lock_dir, file.bridge.mcp_lock_dir]

@@ -34,7 +34,7 @@ export interface ReadTarget {
 }
 
 /**
- * The read side's first three checks (mcp-surface.md §5): the workdir, then confinement; the
+ * The read side's first three checks (docs/mcp-tools.md#read-tools): the workdir, then confinement; the
  * normalized path enters the audit record only once confinement succeeded.
  */
 export function readTarget(deps: McpDeps, audit: AuditFields, workdir: string, rawPath: string): ReadTarget {

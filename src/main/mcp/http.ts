@@ -1,5 +1,5 @@
 /**
- * Streamable HTTP at `/mcp` (mcp-surface.md §2.2). Every request first passes the Host allowlist
+ * Streamable HTTP at `/mcp` (docs/mcp-tools.md#streamable-http). Every request first passes the Host allowlist
  * (421, a missing Host too), the Origin allowlist (403) and, when configured, the bearer token
  * (401); only then does it reach the session's SDK transport. Rejection bodies are fixed phrases
  * that echo nothing. Off loopback a bearer token is required; sessions are capped and expire when

@@ -1,4 +1,4 @@
-/** The `instructions` string of `initialize` (mcp-surface.md §1.1): seven points in plain words. */
+/** The `instructions` string of `initialize` (docs/mcp-tools.md#server-identity-and-instructions): seven points in plain words. */
 export function serverInstructions(agentTools: boolean): string {
   const points = [
     "Call list_workdirs first. Every other filesystem tool takes a `workdir` alias plus a path relative to that workdir, separated by `/`; absolute paths, `~` and escaping with `..` are refused.",

@@ -1,5 +1,5 @@
 /**
- * The `serverfs://{workdir}/{path}` resource (mcp-surface.md §5.7): read_text_file from line 1
+ * The `serverfs://{workdir}/{path}` resource (docs/mcp-tools.md#the-file-resource): read_text_file from line 1
  * with `max_lines = max_read_lines`, all or nothing. Failures are JSON-RPC errors whose message is
  * exactly `CODE: message` (not the SDK's McpError, which would prefix it).
  */

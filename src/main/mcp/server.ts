@@ -1,6 +1,6 @@
 /**
  * The MCP server on the SDK's low-level `Server`, so that every shape is the contract's
- * (mcp-surface.md §1.6): unknown tools are JSON-RPC errors, validation failures are
+ * (docs/mcp-tools.md#results-and-errors): unknown tools are JSON-RPC errors, validation failures are
  * `INVALID_ARGUMENT`, `listChanged` is false, and resource errors carry `CODE: message` verbatim.
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";

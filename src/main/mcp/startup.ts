@@ -1,5 +1,5 @@
 /**
- * `serverfs mcp` startup (mcp-surface.md §2.3): load and validate the config, check each root,
+ * `serverfs mcp` startup (docs/mcp-tools.md#startup): load and validate the config, check each root,
  * register tools, emit the `startup` audit event, then serve. It never contacts the Bridge, opens
  * lock files or walks a workdir.
  */

@@ -6,7 +6,7 @@
  * answer is counted before the next request goes out); while the unsent bytes exceed `MAX_UNSENT`,
  * requests are held, not dispatched, until the client reads again.
  *
- * stdin is still read while requests are held, so its EOF is seen at once (mcp-surface.md §2.1).
+ * stdin is still read while requests are held, so its EOF is seen at once (docs/mcp-tools.md#stdio).
  * Only past `MAX_HELD` bytes of held requests does reading stop, letting the pipe push back on the
  * client; EOF is then watched with `poll(2)` every `HANGUP_POLL_MS`, which sees the writer hang up
  * although unread requests remain.

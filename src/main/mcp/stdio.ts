@@ -1,5 +1,5 @@
 /**
- * The stdio transport (mcp-surface.md §2.1). stdout carries protocol only. The SDK's transport
+ * The stdio transport (docs/mcp-tools.md#stdio). stdout carries protocol only. The SDK's transport
  * alone keeps running after stdin closes, so EOF, a broken stdout and SIGINT/SIGTERM all end the
  * process here at once: nothing pending may keep it alive, and no abandoned call answers.
  */

@@ -42,7 +42,7 @@ export interface ToolDef<I extends ObjectSchema = ObjectSchema> {
   annotations: Annotations;
   input: I;
   output: v.GenericSchema;
-  /** Code for an unexpected internal failure (mcp-surface.md §1.4). */
+  /** Code for an unexpected internal failure (docs/mcp-tools.md#results-and-errors). */
   unexpected: ErrorCode;
   /** Fields every `tool_call` record of this tool carries, a schema failure's included (§10). */
   auditFields?: AuditFields;
@@ -88,7 +88,7 @@ export function describeArgumentIssue(issue: v.BaseIssue<unknown>): string {
   }
 }
 
-/** An optional parameter given as null is the same as absent (mcp-surface.md §1.2). */
+/** An optional parameter given as null is the same as absent (docs/mcp-tools.md#parameters). */
 export function dropNulls(args: Record<string, unknown> | undefined): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, val] of Object.entries(args ?? {})) if (val !== null) out[k] = val;

@@ -1,5 +1,5 @@
 /**
- * `serverfs doctor [--config F]` (config.md "Commands"): one line per check — `ok`, `warn` or `fail`
+ * `serverfs doctor [--config F]` (docs/cli.md): one line per check — `ok`, `warn` or `fail`
  * and a plain-words reason — and exit 0 when nothing failed, else 1. It changes nothing.
  *
  * Checks, in order: the config loads; each workdir's `path` (and `mcp_path` when set) is a
@@ -43,7 +43,7 @@ type BridgeState =
   | { kind: "unreachable" }
   | { kind: "broken"; error: ServerFsError };
 
-/** bridge.md §3 `recovery.list`; an invalid guard is listed with `task_id: null`. */
+/** docs/bridge-rpc.md#methods `recovery.list`; an invalid guard is listed with `task_id: null`. */
 const RecoveryListResult = v.looseObject({
   guards: v.array(
     v.looseObject({
@@ -290,7 +290,7 @@ function guardChecks(facts: GuardFact[], bridge: BridgeState): CheckLine[] {
 
 // ----- runtimes -----
 
-/** The first `N.N.N` of a `--version` output (bridge.md §13.1). */
+/** The first `N.N.N` of a `--version` output (docs/bridge-rpc.md#runtimelist). */
 const versionIn = (text: string) => /\d+\.\d+\.\d+/.exec(text)?.[0] ?? null;
 
 type LocalProbe = { found: false } | { found: true; bin: string; exitCode: number | null; version: string | null };

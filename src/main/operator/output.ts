@@ -1,5 +1,5 @@
 /**
- * What the operator commands (`tasks`, `recovery`, `doctor`; config.md "Commands") print: aligned
+ * What the operator commands (`tasks`, `recovery`, `doctor`; docs/cli.md) print: aligned
  * tables for a human, coloured only when stdout is a terminal, or JSON for `--json`; and how such a
  * command is run (`runCommand`).
  *

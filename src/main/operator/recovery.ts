@@ -1,6 +1,6 @@
 /**
  * `serverfs recovery list [--json]` and `serverfs recovery clear --slot N --confirm [--json]`
- * (bridge.md §12.5, config.md "Commands"): the operator's view of the active-slot guards and the
+ * (docs/task-model.md#reconciliation, docs/cli.md): the operator's view of the active-slot guards and the
  * explicit, audited override for one that reconciliation could not resolve.
  *
  * The guard keeps exactly one writer, whoever holds the instance lock: `clear` first tries to take

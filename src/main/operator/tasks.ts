@@ -1,6 +1,6 @@
 /**
- * `serverfs tasks list|show|events|tail` (config.md "Commands"): the operator's read-only view of the
- * Bridge's tasks, through the RPC socket only (`task.list`, `task.get`, `task.events`; bridge.md §3).
+ * `serverfs tasks list|show|events|tail` (docs/cli.md): the operator's read-only view of the
+ * Bridge's tasks, through the RPC socket only (`task.list`, `task.get`, `task.events`; docs/bridge-rpc.md#methods).
  *
  * - `list [--status S] [--limit N] [--json]`: newest first, one row per task.
  * - `show <task_id> [--json]`: the task object, with the final response only as a short preview.
@@ -27,7 +27,7 @@ type TaskEvent = v.InferOutput<typeof EventsResult>["events"][number];
 
 const TaskListResult = v.looseObject({ tasks: v.array(TaskResult), next_before_task_id: v.nullable(v.string()) });
 
-/** bridge.md §4.4 bounds: a page holds at most 500 events; a long poll waits at most 25 s. */
+/** docs/bridge-rpc.md#taskevents bounds: a page holds at most 500 events; a long poll waits at most 25 s. */
 const PAGE_LIMIT = 500;
 const TAIL_WAIT_MS = 20_000;
 /** How much of a final response `show` prints; the whole text is the MCP client's to read. */
@@ -98,7 +98,7 @@ function withoutResponse(task: Task): Omit<Task, "final_response"> {
 // ----- list -----
 
 /**
- * Up to `limit` tasks, newest first. One answer must fit in 1 MiB (bridge.md §2.2) while each task
+ * Up to `limit` tasks, newest first. One answer must fit in 1 MiB (docs/bridge-rpc.md#envelope) while each task
  * carries its final response (up to 256 KiB inline), so a page the Bridge finds too large is asked
  * for again in halves, following `before_task_id`; a single task always fits.
  */

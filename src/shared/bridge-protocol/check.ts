@@ -1,6 +1,6 @@
 /**
  * Checking a JSON object against a strict valibot schema in the order the protocol prescribes:
- * key set first (a missing required key, or any unknown key), then the JSON types (bridge.md
+ * key set first (a missing required key, or any unknown key), then the JSON types (docs/bridge-rpc.md
  * §2.2, §2.4). Offers `checkObject` and `keySetMatches`. Messages name only keys the schema knows,
  * never a value or a key the peer invented.
  */

@@ -1,5 +1,5 @@
 /**
- * The Bridge RPC envelope, protocol 1 (bridge.md §2.1–2.2), shared by the Bridge's server and the
+ * The Bridge RPC envelope, protocol 1 (docs/bridge-rpc.md#socket-and-framing, #envelope), shared by the Bridge's server and the
  * MCP role's client. Offers:
  * - `PROTOCOL_VERSION`, `MAX_LINE_BYTES` (request and response lines, LF not counted);
  * - `RequestEnvelopeSchema` / `RequestEnvelope`: the four top-level keys and their JSON types;
@@ -12,7 +12,7 @@ import { ERROR_CODE_PATTERN } from "../errors.ts";
 
 export const PROTOCOL_VERSION = 1;
 
-/** Largest request or response line in bytes, not counting its LF (bridge.md §15.1). */
+/** Largest request or response line in bytes, not counting its LF (docs/bridge-rpc.md#limits). */
 export const MAX_LINE_BYTES = 1_048_576;
 
 export function isJsonObject(value: unknown): value is Record<string, unknown> {
@@ -46,7 +46,7 @@ export const SuccessResponseSchema = v.strictObject({
 });
 export type SuccessResponse = v.InferOutput<typeof SuccessResponseSchema>;
 
-/** `request_id` is null when the line gave no usable id (bridge.md §2.2). */
+/** `request_id` is null when the line gave no usable id (docs/bridge-rpc.md#envelope). */
 export const ErrorResponseSchema = v.strictObject({
   request_id: v.nullable(v.pipe(v.string(), v.nonEmpty())),
   ok: v.literal(false),

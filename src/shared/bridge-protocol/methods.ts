@@ -1,5 +1,5 @@
 /**
- * The params of every Bridge RPC method (bridge.md §3 table, §2.4 rules) as one strict valibot
+ * The params of every Bridge RPC method (docs/bridge-rpc.md#methods table, §2.4 rules) as one strict valibot
  * schema per method: key set and JSON types only. Range and semantic checks (limits, id formats,
  * enums) belong to the task service and use the methods' own codes. Offers:
  * - `METHOD_PARAMS`, `Method`, `METHODS`, `isMethod`;

@@ -166,7 +166,7 @@ function resolveWorkdir(file: ConfigFile, w: ConfigFile["workdirs"][number], i: 
   const overrides = (Object.keys(file.defaults) as (keyof Policy)[]).filter((k) => w[k] !== undefined);
   const policy = { ...file.defaults } as Policy;
   for (const k of overrides) (policy as Record<string, unknown>)[k] = w[k];
-  // The global deny list is a floor no workdir can lower (mcp-surface.md §4.2).
+  // The global deny list is a floor no workdir can lower (docs/mcp-tools.md#workdirs-and-effective-policy).
   policy.extra_deny_globs = [...new Set([...file.defaults.extra_deny_globs, ...(w.extra_deny_globs ?? [])])];
   if (policy.agent_mode === "disabled") policy.agent_runtimes = [];
   else policy.agent_runtimes = [...new Set(policy.agent_runtimes)].sort();

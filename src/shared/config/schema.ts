@@ -1,5 +1,5 @@
 /**
- * The TOML configuration file of config.md as valibot schemas: every key, its type and default.
+ * The TOML configuration file of docs/configuration.md as valibot schemas: every key, its type and default.
  * Unknown keys are refused (strict objects) so a typo never silently falls back to a default.
  */
 import { availableParallelism } from "node:os";

@@ -1,7 +1,7 @@
 /**
  * Extended attributes on open descriptors, through `bun:ffi` (Node and Bun have no xattr API).
  * An atomic replace carries the target's attributes (ACLs included) over to the temp file
- * (mcp-surface.md §6.2). Names are kept as latin1 strings so that any byte survives the round
+ * (docs/mcp-tools.md#atomic-publish). Names are kept as latin1 strings so that any byte survives the round
  * trip; nothing here throws: callers decide what a failure means.
  */
 import { dlopen, FFIType, ptr } from "bun:ffi";

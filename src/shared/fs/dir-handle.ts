@@ -1,5 +1,5 @@
 /**
- * Race-safe traversal (mcp-surface.md §4.5). Every access starts from a handle on the workdir's
+ * Race-safe traversal (docs/mcp-tools.md#traversal-by-handle-and-symlinks). Every access starts from a handle on the workdir's
  * real root and opens one segment at a time relative to its parent's handle, never following a
  * symlink. On Linux, `/proc/self/fd/<fd>/<name>` names `<name>` inside the directory that `<fd>`
  * holds open, whatever happened to the path since; with no-follow on the final name this is the

@@ -1,4 +1,4 @@
-/** MIME types by extension, case-insensitive (mcp-surface.md §5.6). */
+/** MIME types by extension, case-insensitive (docs/mcp-tools.md#stat_file). */
 const TABLE: Record<string, string> = {
   txt: "text/plain",
   md: "text/markdown",

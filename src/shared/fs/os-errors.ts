@@ -1,5 +1,5 @@
 /**
- * The one place OS errors become contract codes (mcp-surface.md §4.6). Raw OS messages embed
+ * The one place OS errors become contract codes (docs/mcp-tools.md#os-errors). Raw OS messages embed
  * paths, so they never travel further than this module: only the code and a fixed phrase do.
  */
 import { type ErrorCode, ServerFsError } from "../errors.ts";

@@ -17,7 +17,7 @@ export function entryType(st: BigIntStats): EntryType {
   return "other";
 }
 
-/** mcp-surface.md §4.7: nine exact integers from a no-follow stat, hashed; never a float. */
+/** docs/mcp-tools.md#revisions: nine exact integers from a no-follow stat, hashed; never a float. */
 export function revisionOf(st: BigIntStats): string {
   const material = [st.dev, st.ino, st.mode, st.uid, st.gid, st.size, st.mtimeNs, st.ctimeNs, st.nlink].join(":");
   return `v1:${createHash("sha256").update(material).digest("hex").slice(0, 16)}`;

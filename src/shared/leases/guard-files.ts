@@ -1,5 +1,5 @@
 /**
- * The active-slot guard `lock_dir/active/NN` (bridge.md §11.2): a file only the Bridge writes,
+ * The active-slot guard `lock_dir/active/NN` (docs/task-model.md#lease-files-and-the-active-slot-guard): a file only the Bridge writes,
  * published before a workspace-write provider starts and removed only once that provider's whole
  * process group is proven gone. It outlives a crash, which is the point: while it exists and nobody
  * holds the lock, every MCP mutation of the slot fails closed with WORKDIR_RECOVERY_REQUIRED.

@@ -1,5 +1,5 @@
 /**
- * Writer leases (bridge.md §11.1): sixteen pre-created `NN.lock` files under `lock_dir`, each
+ * Writer leases (docs/task-model.md#lease-files-and-the-active-slot-guard): sixteen pre-created `NN.lock` files under `lock_dir`, each
  * arbitrated with a non-blocking exclusive `flock`. Locks on separate open file descriptions
  * conflict even inside one process, so a second write task for a held slot sees WORKDIR_BUSY.
  */
@@ -44,7 +44,7 @@ export function ensurePrivateDir(dir: string, mode: number, gid: number | null, 
   }
 }
 
-/** Prepares `lock_dir`, `active/` and the sixteen lock files (bridge.md §11.1, §11.2). */
+/** Prepares `lock_dir`, `active/` and the sixteen lock files (docs/task-model.md#lease-files-and-the-active-slot-guard, §11.2). */
 export function prepareLockDir(lockDir: string, sharingGid: number | null): void {
   const dirMode = sharingGid === null ? 0o700 : 0o750;
   ensurePrivateDir(lockDir, dirMode, sharingGid, unsafe);

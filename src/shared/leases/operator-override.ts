@@ -1,5 +1,5 @@
 /**
- * The operator's view and override of active-slot guards (bridge.md §3 `recovery.list` /
+ * The operator's view and override of active-slot guards (docs/bridge-rpc.md#methods `recovery.list` /
  * `recovery.clear`, §12.5). The guard keeps exactly one writer — whoever holds the Bridge instance
  * lock — so these run either inside the Bridge (over its socket, on its main thread) or in the
  * `serverfs recovery` command while it holds the instance lock itself; the caller guarantees which.
@@ -16,7 +16,7 @@ import { guardedSlots, readGuard, removeGuard } from "./guard-files.ts";
 import { acquireLease, checkSlot } from "./lock-files.ts";
 import { auditRecovery } from "./recovery-audit.ts";
 
-/** One entry of the `recovery.list` result (bridge.md §3): an invalid guard has every guard field null. */
+/** One entry of the `recovery.list` result (docs/bridge-rpc.md#methods): an invalid guard has every guard field null. */
 export const GuardListingSchema = v.strictObject({
   slot: v.number(),
   task_id: v.nullable(v.string()),

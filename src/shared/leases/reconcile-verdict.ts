@@ -1,5 +1,5 @@
 /**
- * What reconciliation concludes about one recorded provider (bridge.md §12.1), from evidence only:
+ * What reconciliation concludes about one recorded provider (docs/task-model.md#reconciliation), from evidence only:
  * the recorded process group, its leader's start time and the provider mark. Pure and usable from
  * any thread: startup reconciliation (main thread, before the socket), lazy reconciliation (main
  * thread, at write submit) and the periodic sweep (maintenance worker) all decide through here, so

@@ -1,5 +1,5 @@
 /**
- * The metadata-only audit line of bridge.md §12.4, written for each orphan termination, each guard a
+ * The metadata-only audit line of docs/task-model.md#reconciliation, written for each orphan termination, each guard a
  * reconciliation removes or keeps, and each operator clear: `{schema_version, event, slot, task_id,
  * correlation_id, status, provider_active, at}` and nothing else — no paths, prompts, process ids or
  * native ids.

@@ -1,5 +1,5 @@
 /**
- * The one glob matcher (mcp-surface.md §4.4): case-sensitive, whole-string; `*` any run, `?` one
+ * The one glob matcher (docs/mcp-tools.md#hidden-reserved-and-denied-names): case-sensitive, whole-string; `*` any run, `?` one
  * character, `[abc]` / `[a-z]` / `[!abc]` classes, an unmatched `[` is literal. Deny globs,
  * `find_files.pattern` and `search_text.glob` all compile through here.
  *
@@ -194,7 +194,7 @@ function runMatcher(glob: string, crossSlash: boolean): Matcher {
 }
 
 /**
- * Path globs of search_text (mcp-surface.md §5.4): glob segments match path segments. A `**`
+ * Path globs of search_text (docs/mcp-tools.md#search_text): glob segments match path segments. A `**`
  * segment matches zero or more non-empty segments, except last after another segment, where it
  * matches at least one (`docs/**` matches `docs/a`, not `docs`); any other glob segment matches
  * exactly one path segment with the run matcher, where `*` and `?` never cross `/`.

@@ -1,5 +1,5 @@
 /**
- * Path confinement (mcp-surface.md §4.3–§4.4): the one policy object every channel uses — list,
+ * Path confinement (docs/mcp-tools.md#path-confinement–§4.4): the one policy object every channel uses — list,
  * find, search, read, stat, resource, mutations, binary tools and the Agent start directory.
  */
 import { ServerFsError } from "../errors.ts";

@@ -1,5 +1,5 @@
 /**
- * The events table (bridge.md §4.1–§4.2): appending under the two limits, reading by cursor, and the
+ * The events table (docs/events.md#the-envelope–§4.2): appending under the two limits, reading by cursor, and the
  * envelope a reader sees.
  *
  * Offers:

@@ -1,5 +1,5 @@
 /**
- * The Bridge's SQLite store (bridge.md §16): the one module that holds SQL. Each thread opens its own
+ * The Bridge's SQLite store (docs/task-model.md#the-state-database): the one module that holds SQL. Each thread opens its own
  * `Store` (its own connection to the one WAL file); only the main thread opens with `migrate: true`.
  * No globals: two stores in one thread are independent connections.
  *

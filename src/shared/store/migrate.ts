@@ -1,5 +1,5 @@
 /**
- * The additive, idempotent migration of bridge.md §16.4, run by the main thread at every start
+ * The additive, idempotent migration of docs/task-model.md#the-state-database, run by the main thread at every start
  * (after WAL is set) in one `BEGIN IMMEDIATE` transaction. A fresh file gets the §16.2 schema; a v0.6
  * file gets the missing columns with null or their default, never invented evidence; a current file
  * is left exactly as it is.

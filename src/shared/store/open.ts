@@ -1,5 +1,5 @@
 /**
- * Opening one connection to `state_dir/state.sqlite3` (bridge.md §16.1). Every thread opens its own;
+ * Opening one connection to `state_dir/state.sqlite3` (docs/task-model.md#the-state-database). Every thread opens its own;
  * only the main thread passes `migrate: true`, which also switches the file to WAL (the journal mode
  * is a property of the file, so the other connections inherit it).
  *

@@ -1,5 +1,5 @@
 /**
- * Pending human-in-the-loop requests (bridge.md §6, §8.2): opening one together with the task's move
+ * Pending human-in-the-loop requests (docs/task-model.md#human-in-the-loop-requests, §8.2): opening one together with the task's move
  * to a waiting state, and the three ways it stops being pending — resolved, withdrawn, expired — each
  * a compare-and-swap on the request still being `pending`, so only one of racing timers, sweeps and
  * replies wins.

@@ -1,5 +1,5 @@
 /**
- * The row shapes the store reads and writes, one field per column of bridge.md §16.2, and the
+ * The row shapes the store reads and writes, one field per column of docs/task-model.md#the-state-database, and the
  * explicit column lists every SELECT uses (a migrated table has its columns in another order, so no
  * query relies on position or `*`).
  *

@@ -1,5 +1,5 @@
 /**
- * The fresh-database schema of bridge.md §16.2, verbatim, in the two groups the migration (§16.4)
+ * The fresh-database schema of docs/task-model.md#the-state-database, verbatim, in the two groups the migration (§16.4)
  * runs at different steps: the tables first, the indexes and the manifest trigger last (after any
  * missing column has been added, since an index or trigger may name one).
  *

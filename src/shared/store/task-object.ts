@@ -1,5 +1,5 @@
 /**
- * The task object of bridge.md §3.1 (what `task.get` and `task.list` return) and the request object of
+ * The task object of docs/task-model.md#the-task-object (what `task.get` and `task.list` return) and the request object of
  * §6.1, built from rows. Pure mapping, no SQL.
  *
  * Offers: `taskObject(row, pendingRequest)`, `requestObject(row)`, `TaskObject`, `RequestObject`,

@@ -1,5 +1,5 @@
 /**
- * The task states and the transition table of bridge.md §5.1, as data. The store derives every
+ * The task states and the transition table of docs/task-model.md#states-and-transitions, as data. The store derives every
  * compare-and-swap `WHERE status IN (...)` from `TRANSITIONS`, so the table is the single source of
  * which moves exist.
  *

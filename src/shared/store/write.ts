@@ -1,5 +1,5 @@
 /**
- * The one way the store writes (bridge.md §16.1 as docs/reliability.md reads it): `fn` in one
+ * The one way the store writes (docs/task-model.md#the-state-database as docs/reliability.md reads it): `fn` in one
  * `BEGIN IMMEDIATE` transaction (a savepoint when nested), and a storage fault — SQLITE_FULL, an
  * I/O error, a lock held past the busy timeout — comes out as BRIDGE_STORAGE_ERROR on every thread,
  * with the transaction rolled back, so the connection takes the next write once the fault is gone.

@@ -1,13 +1,13 @@
 /**
  * Pieces every runtime adapter shares: coded failure outcomes, the handle of a run that never
- * spawned, and the `runtime.list` entry of bridge.md §13.1 (the capabilities differ only in steering).
+ * spawned, and the `runtime.list` entry of docs/bridge-rpc.md#runtimelist (the capabilities differ only in steering).
  */
 import { isServerFsError, ServerFsError } from "../../shared/errors.ts";
 import { cutUtf8 } from "../../shared/utf8.ts";
 import { type ProviderProcess, type SpawnSpec, spawnProvider } from "./spawn.ts";
 import type { Outcome, RunContext, RunHandle, RuntimeInfo } from "./types.ts";
 
-/** bridge.md §4.2: adapters cut long free text in events to this many bytes. */
+/** docs/events.md#limits: adapters cut long free text in events to this many bytes. */
 export const EVENT_TEXT_BYTES = 32_768;
 
 /** A UTF-8-safe prefix of at most 32 KiB and whether it was cut. */
@@ -39,7 +39,7 @@ export interface AdapterRun {
 
 /**
  * Spawns the provider in `ctx.cwd` with the run's mark and idle-timer hook, starts driving it, and
- * assembles the handle; a spawn failure is the run's outcome (bridge.md §5.4 step 2).
+ * assembles the handle; a spawn failure is the run's outcome (docs/task-model.md#execution step 2).
  */
 export function startRun(
   ctx: RunContext,

@@ -1,5 +1,5 @@
 /**
- * Claude's permission prompts in the Bridge's terms (providers.md "claude", bridge.md §6.1): a
+ * Claude's permission prompts in the Bridge's terms (docs/runtimes.md#claude, docs/task-model.md#human-in-the-loop-requests): a
  * `can_use_tool` request becomes an approval payload, or a question payload for `AskUserQuestion`,
  * and a human's resolution becomes the `control_response` the CLI expects.
  *

@@ -1,5 +1,5 @@
 /**
- * The stream-json wire of `claude -p` (providers.md "claude"), as far as the adapter reads and writes
+ * The stream-json wire of `claude -p` (docs/runtimes.md#claude), as far as the adapter reads and writes
  * it: valibot schemas for the CLI's output lines (loose: the CLI adds fields between releases, and
  * only the named ones matter here) and builders for the lines the adapter sends.
  *

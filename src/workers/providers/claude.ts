@@ -1,5 +1,5 @@
 /**
- * The adapter for the real Claude Code CLI (providers.md "claude"): `claude -p` speaking stream-json on
+ * The adapter for the real Claude Code CLI (docs/runtimes.md#claude): `claude -p` speaking stream-json on
  * stdio, with permission prompts routed to this adapter (`--permission-prompt-tool stdio`) and from
  * there to the Bridge's humans.
  *

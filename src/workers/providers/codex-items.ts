@@ -1,5 +1,5 @@
 /**
- * What a codex thread item becomes on the Bridge's side (providers.md "codex" steps 4–5, bridge.md
+ * What a codex thread item becomes on the Bridge's side (docs/runtimes.md#codex steps 4–5, docs/bridge-rpc.md
  * §4.3): the compact `item.started` / `item.completed` payload, and the final text of a turn.
  *
  * Offers:

@@ -1,5 +1,5 @@
 /**
- * Codex's server→client requests as the Bridge's human-in-the-loop requests (providers.md "codex"
+ * Codex's server→client requests as the Bridge's human-in-the-loop requests (docs/runtimes.md#codex
  * step 6): the approval or question payload a request becomes, and the reply each resolution gives.
  *
  * Offers `planServerRequest(method, params, knownChanges)` → `ServerRequestPlan`:

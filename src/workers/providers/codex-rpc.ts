@@ -1,5 +1,5 @@
 /**
- * The JSON-RPC peer of `codex app-server` over a provider's stdio (providers.md "codex"): newline-
+ * The JSON-RPC peer of `codex app-server` over a provider's stdio (docs/runtimes.md#codex): newline-
  * delimited messages **without** a `"jsonrpc"` field, our request ids from 0, server→client request
  * ids echoed exactly as received (0 is an id, numbers stay numbers).
  *

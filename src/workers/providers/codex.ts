@@ -1,6 +1,6 @@
 /**
- * The adapter for the real `codex` runtime (providers.md "codex: `codex app-server` over stdio",
- * bridge.md §13): one `codex app-server` child per run, driven over the JSON-RPC of `codex-rpc.ts`.
+ * The adapter for the real `codex` runtime (docs/runtimes.md#codex,
+ * docs/runtimes.md): one `codex app-server` child per run, driven over the JSON-RPC of `codex-rpc.ts`.
  *
  * Offers `createCodexAdapter(settings)` → `RuntimeAdapter` named "codex", from `[runtimes.codex]`:
  * `bin` (PATH lookup when not absolute, `~` expanded), `codex_home` (→ CODEX_HOME), and

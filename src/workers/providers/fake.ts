@@ -1,5 +1,5 @@
 /**
- * The adapter for the scripted `fake` runtime (providers.md "fake"): spawns the fake provider process
+ * The adapter for the scripted `fake` runtime (docs/runtimes.md#fake): spawns the fake provider process
  * and drives it over the wire of `fake-wire.ts`, turning its requests into the Bridge's normalized
  * approval and question payloads.
  *

@@ -1,5 +1,5 @@
 /**
- * Incremental newline-delimited reading of a provider's stream (providers.md "Process model").
+ * Incremental newline-delimited reading of a provider's stream (docs/runtimes.md#process-model).
  *
  * Offers:
  * - `PROVIDER_LINE_CAP`: the fixed 64 MiB per-line cap (an 8 MiB result escaped in JSON fits).

@@ -1,5 +1,5 @@
 /**
- * Reconciliation verdict shared by every runtime of this release (bridge.md §12.1): none can reattach,
+ * Reconciliation verdict shared by every runtime of this release (docs/task-model.md#reconciliation): none can reattach,
  * so only the process-group check and the stored native session decide.
  *
  * Offers: `reconcileFromEvidence(record)` → `{status, providerActive}`: proven gone → SESSION_RESUMABLE

@@ -1,5 +1,5 @@
 /**
- * Starting a provider child the way every runtime needs it (providers.md "Process model", bridge.md
+ * Starting a provider child the way every runtime needs it (docs/runtimes.md#process-model, docs/bridge-rpc.md
  * §5.4 steps 2–3): its own process group (Bun's `detached` calls `setsid`, so pgid == pid), stdin and
  * stdout piped, stderr drained into a bounded tail, the environment plus `SERVERFS_PROVIDER_MARK`.
  *

@@ -1,5 +1,5 @@
 /**
- * The runtime adapter contract (providers.md "The adapter contract"), provider-neutral: the task
+ * The runtime adapter contract (docs/runtimes.md#the-adapter-contract), provider-neutral: the task
  * service and the provider worker drive codex, claude and fake through these types only.
  *
  * Offers types: `RuntimeAdapter`, `RuntimeInfo`, `RunContext`, `RunHandle`, `Outcome`,
@@ -7,7 +7,7 @@
  * `QuestionResolution`, `NativeFacts`, `Profile`, `ReconcileRecord`, `ReconcileVerdict`.
  *
  * Everything a run hands back (outcome, payloads) is plain data, so it crosses a comlink boundary.
- * Host paths in payloads and texts are left for the Bridge's redaction (bridge.md §4.5).
+ * Host paths in payloads and texts are left for the Bridge's redaction (docs/events.md#redaction).
  */
 import type { ApprovalResolution, Decision, QuestionResolution } from "../../shared/hitl-validation.ts";
 import type { ErrorCode } from "../../shared/errors.ts";
@@ -17,7 +17,7 @@ export type { ApprovalResolution, Decision, QuestionResolution };
 
 export type Profile = "review" | "workspace-write";
 
-/** One `runtime.list` entry (bridge.md §13.1) for an available runtime. */
+/** One `runtime.list` entry (docs/bridge-rpc.md#runtimelist) for an available runtime. */
 export interface RuntimeInfo {
   name: string;
   available: boolean;
@@ -29,7 +29,7 @@ export interface RuntimeInfo {
   in_flight_recovery: "none" | "session-resume" | "native";
 }
 
-/** The provider-normalized event types of bridge.md §4.3 (their payloads are specified there). */
+/** The provider-normalized event types of docs/events.md#event-types (their payloads are specified there). */
 export type ProviderEventType =
   | "turn.started"
   | "item.started"
@@ -42,7 +42,7 @@ export type ProviderEventType =
   | "tool.completed"
   | "approval.auto_declined";
 
-/** bridge.md §6.1 approval payload, as an adapter fills it. */
+/** docs/task-model.md#human-in-the-loop-requests approval payload, as an adapter fills it. */
 export interface ApprovalPayload {
   category:
     | "command"
@@ -98,7 +98,7 @@ export interface ProposedFileChange {
   change?: ProposedChange;
 }
 
-/** bridge.md §6.1 question payload. */
+/** docs/task-model.md#human-in-the-loop-requests question payload. */
 export interface QuestionPayload {
   questions: {
     question_id: string;
@@ -147,7 +147,7 @@ export interface RunContext {
    */
   recordNative(facts: NativeFacts): Promise<void>;
   /**
-   * The provider passed its handshake and has its task input: the task is now `running` (bridge.md
+   * The provider passed its handshake and has its task input: the task is now `running` (docs/bridge-rpc.md
    * §5.4 steps 3–4). Called once; from then on the run accepts steering.
    */
   started(): void;
@@ -182,7 +182,7 @@ export interface RunHandle {
   closeAndWait(timeoutMs: number): Promise<boolean>;
 }
 
-/** What reconciliation knows of a task's provider (bridge.md §12). */
+/** What reconciliation knows of a task's provider (docs/task-model.md#reconciliation). */
 export interface ReconcileRecord {
   nativeSessionId: string | null;
   pgid: number | null;

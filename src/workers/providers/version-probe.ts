@@ -1,5 +1,5 @@
 /**
- * The bounded `<bin> --version` probe behind `runtime.list` (bridge.md §13.1): available when the binary
+ * The bounded `<bin> --version` probe behind `runtime.list` (docs/bridge-rpc.md#runtimelist): available when the binary
  * starts and exits 0 within the bound, version = the first `N.N.N` of its output (else null). A missing
  * binary or a timeout is "unavailable", never an error; a probe that outlives its bound is killed.
  *

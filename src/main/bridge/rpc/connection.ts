@@ -1,5 +1,5 @@
 /**
- * One accepted connection (bridge.md §2.1–2.3): the peer check before anything is read, then
+ * One accepted connection (docs/bridge-rpc.md#socket-and-framing to #peer-check): the peer check before anything is read, then
  * strictly one request at a time — read one line, dispatch, write its whole response, then take the
  * next. Lines sent ahead wait in order; reading pauses while too much is waiting or the peer is
  * not reading its responses. An over-long line is answered REQUEST_TOO_LARGE (after the lines

@@ -1,5 +1,5 @@
 /**
- * One request line in, one response out, checked in exactly the order of bridge.md §2.2:
+ * One request line in, one response out, checked in exactly the order of docs/bridge-rpc.md#envelope:
  * UTF-8 and JSON → top-level key set and types → protocol version → method name → params key set
  * → params types → the method's handler. Once shutdown has begun every line is answered
  * BRIDGE_CLOSED. A handler's `ServerFsError` becomes its code and message, a storage fault

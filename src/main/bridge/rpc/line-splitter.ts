@@ -1,5 +1,5 @@
 /**
- * NDJSON framing for one connection (bridge.md §2.1): bytes in, complete lines out, in order.
+ * NDJSON framing for one connection (docs/bridge-rpc.md#socket-and-framing): bytes in, complete lines out, in order.
  * A line's LF is dropped (a `\r` before it stays: it is JSON whitespace). Once the bytes of one
  * line, complete or still unterminated, exceed `MAX_LINE_BYTES`, the splitter yields `too_large`
  * and ignores all further input: the connection is about to be closed. Offers `LineSplitter` and

@@ -1,5 +1,5 @@
 /**
- * The peer check of bridge.md §2.3: the kernel-attested uid and gid of the process at the other end
+ * The peer check of docs/bridge-rpc.md#peer-check: the kernel-attested uid and gid of the process at the other end
  * of an accepted Unix socket (SO_PEERCRED) must equal the allowed ones, `-1` meaning the Bridge's
  * own. Credentials that cannot be read are a refusal. Offers `AllowedPeer`, `resolvePeer`,
  * `peerAllowed`, `socketFd`.

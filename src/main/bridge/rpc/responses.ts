@@ -1,5 +1,5 @@
 /**
- * Building and encoding response lines (bridge.md §2.2): exactly `{request_id, ok, result}` or
+ * Building and encoding response lines (docs/bridge-rpc.md#envelope): exactly `{request_id, ok, result}` or
  * `{request_id, ok: false, error: {code, message}}`, compact JSON plus LF. An encoded response
  * over `MAX_LINE_BYTES` becomes RESPONSE_TOO_LARGE with the same `request_id`; a result that
  * cannot be encoded at all is an internal failure. Offers `success`, `failure`, `encodeResponse`.

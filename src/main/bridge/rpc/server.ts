@@ -1,5 +1,5 @@
 /**
- * The Bridge RPC server, protocol 1 (bridge.md §2): an AF_UNIX stream socket prepared and bound
+ * The Bridge RPC server, protocol 1 (docs/bridge-rpc.md#socket-and-framing): an AF_UNIX stream socket prepared and bound
  * with the §2.3 hygiene, a peer check on every accept, NDJSON framing and the §2.2 envelope rules,
  * connections served concurrently and each strictly in order. Offers `startRpcServer`,
  * `RpcServerOptions`, `RpcServer` (and re-exports the handler types).
@@ -21,7 +21,7 @@ export interface RpcServerOptions {
   socketPath: string;
   /** `allowed_peer_uid` / `allowed_peer_gid`; `-1` means the Bridge's own. */
   peer: AllowedPeer;
-  /** Group G when group sharing is on (bridge.md §2.3), else null. */
+  /** Group G when group sharing is on (docs/bridge-rpc.md#peer-check), else null. */
   sharingGid: number | null;
   handlers: MethodHandlers;
   /** True once shutdown has begun: every request is then answered BRIDGE_CLOSED. */

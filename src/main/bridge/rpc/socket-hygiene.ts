@@ -1,5 +1,5 @@
 /**
- * The socket's startup hygiene, bridge.md §2.3 steps 1–5. Offers:
+ * The socket's startup hygiene, docs/bridge-rpc.md#socket-hygiene 1–5. Offers:
  * - `prepareSocketPath`: steps 1–3 (ancestors, the parent's safety and mode, whatever is already at
  *   the path: refused, live, or a stale own socket that is removed);
  * - `bindSocket`: step 4, returning the listener and the bound inode;
@@ -31,7 +31,7 @@ import { dirname, join } from "node:path";
 import type { SocketHandler, UnixSocketListener } from "bun";
 import { ServerFsError } from "../../../shared/errors.ts";
 
-/** The stale-socket connect probe (bridge.md §15.1). */
+/** The stale-socket connect probe (docs/bridge-rpc.md#limits). */
 const PROBE_TIMEOUT_MS = 500;
 const MAX_SOCKET_PATH_BYTES = 107;
 

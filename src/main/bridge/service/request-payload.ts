@@ -24,7 +24,7 @@ import { openExistingFile } from "../../mcp/mutation/existing-file.ts";
 
 export const DIFF_FILE_BYTES = 16_384;
 export const DIFF_REQUEST_BYTES = 49_152;
-/** The stored payload's limit (bridge.md §6.1 step 1), with room for the envelope around it. */
+/** The stored payload's limit (docs/task-model.md#human-in-the-loop-requests step 1), with room for the envelope around it. */
 const PAYLOAD_BYTES = 65_536;
 /** An existing file larger than this is not read for a diff: the human sees the kind only. */
 const READ_LIMIT_BYTES = 1_048_576;

@@ -1,5 +1,5 @@
 /**
- * The pure steps of a submission (bridge.md §5.3 steps 2, 4, 5, 6 and 9): value checks that need no
+ * The pure steps of a submission (docs/bridge-rpc.md#tasksubmit steps 2, 4, 5, 6 and 9): value checks that need no
  * state, the request fingerprint, and the start directory's path policy with the Bridge's codes.
  */
 import { canonicalJson, sha256Hex } from "../../../shared/canonical-json.ts";

@@ -1,5 +1,5 @@
 /**
- * The task service (bridge.md §5–§8): the state machine, submission in the exact §5.3 order, HITL
+ * The task service (docs/task-model.md#states-and-transitions–§8): the state machine, submission in the exact §5.3 order, HITL
  * requests, steering, cancellation, deadlines, and the write-run order of §11.3 around every run.
  * It runs on the Bridge's main thread; providers run in the provider worker, spool I/O in the spool
  * worker, periodic sweeps in the maintenance worker. Every state change is a compare-and-swap in the
@@ -125,7 +125,7 @@ export class TaskService {
     return this.closing;
   }
 
-  /** A replacement provider worker after the previous one died (bridge.md §1). */
+  /** A replacement provider worker after the previous one died (docs/task-model.md#threads). */
   replaceProvider(provider: Remote<ProviderWorker>): void {
     this.deps.provider = provider;
   }
@@ -177,7 +177,7 @@ export class TaskService {
     return { tasks, next_before_task_id: page.nextBeforeTaskId };
   }
 
-  // ----- task.submit (bridge.md §5.3, in order) -----
+  // ----- task.submit (docs/bridge-rpc.md#tasksubmit, in order) -----
 
   async submit(p: SubmitParams) {
     if (this.closing) throw new ServerFsError("BRIDGE_CLOSED", "the Bridge is shutting down");

@@ -1,6 +1,6 @@
 /**
  * Timers for deadlines and expiries that may lie further ahead than a JavaScript timer can hold
- * (2^31 − 1 ms): a deadline is a timestamp, re-armed in steps (bridge.md §15.1). Unref'd, so a
+ * (2^31 − 1 ms): a deadline is a timestamp, re-armed in steps (docs/bridge-rpc.md#limits). Unref'd, so a
  * pending deadline never keeps the process alive on its own.
  */
 const MAX_STEP_MS = 2 ** 31 - 1;

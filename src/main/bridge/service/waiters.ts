@@ -1,5 +1,5 @@
 /**
- * Long-poll waiters for `task.events` (bridge.md §4.4 step 4). A waiter resolves when its task gets
+ * Long-poll waiters for `task.events` (docs/bridge-rpc.md#long-polls). A waiter resolves when its task gets
  * a committed event, becomes terminal, the wait elapses, or shutdown begins; it re-checks at least
  * once a second so a missed notice can never strand it. Timers are unref'd: a wait never holds the
  * process open.

@@ -1,5 +1,5 @@
 /**
- * The common shape of the nine Agent tools (mcp-surface.md §9): schema → the tool's MCP-side
+ * The common shape of the nine Agent tools (docs/mcp-tools.md#agent-tools): schema → the tool's MCP-side
  * checks → exactly one Bridge RPC → the answer validated against the tool's output shape → audit
  * fields (`schema_version: 1`, `correlation_id`, byte counts; never prompts or messages).
  */
@@ -9,7 +9,7 @@ import { byteLength } from "../../../shared/utf8.ts";
 import type { McpDeps } from "../deps.ts";
 import { type Annotations, defineTool, type ObjectSchema, type ToolCall, type ToolDef } from "../tool.ts";
 
-/** One Bridge RPC; rejects with the mapped ServerFsError (mcp-surface.md §9.1). */
+/** One Bridge RPC; rejects with the mapped ServerFsError (docs/mcp-tools.md#bridge-calls). */
 export type BridgeCaller = (
   method: string,
   params: Record<string, unknown>,
@@ -29,7 +29,7 @@ export const agentAnnotations = (readOnly: boolean, destructive: boolean, idempo
 
 export const AGENT_READ = agentAnnotations(true, false, true);
 
-/** mcp-surface.md §10: every Agent `tool_call` record, whatever its outcome. */
+/** docs/mcp-tools.md#audit-log: every Agent `tool_call` record, whatever its outcome. */
 export const AGENT_AUDIT = { schema_version: 1 } as const;
 
 export const taskIdParam = () => v.string();

@@ -1,4 +1,4 @@
-/** The nine Agent tools in the order of mcp-surface.md §3, each one RPC through the Bridge client. */
+/** The nine Agent tools in the order of docs/mcp-tools.md#registration, each one RPC through the Bridge client. */
 import type { McpDeps } from "../deps.ts";
 import type { ToolDef } from "../tool.ts";
 import type { AgentDeps, BridgeCaller } from "./agent-tool.ts";

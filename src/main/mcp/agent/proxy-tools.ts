@@ -1,5 +1,5 @@
 /**
- * The seven Agent tools that are a schema plus one RPC (mcp-surface.md §9.2): get, events, approval,
+ * The seven Agent tools that are a schema plus one RPC (docs/mcp-tools.md#agent-tool-parameters): get, events, approval,
  * question, message, cancel and result. Submit and list have MCP-side checks of their own.
  */
 import * as v from "valibot";

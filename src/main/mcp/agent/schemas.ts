@@ -1,5 +1,5 @@
 /**
- * Output shapes of the Agent tools (mcp-surface.md §9.4). They validate the Bridge's answer — a
+ * Output shapes of the Agent tools (docs/mcp-tools.md#agent-tool-results). They validate the Bridge's answer — a
  * result that does not fit is AGENT_BRIDGE_PROTOCOL_ERROR — and they are the tools' declared output
  * schemas. Agent results may carry additive fields (loose objects), except the native identifiers,
  * which ServerFS strips before validating.
@@ -121,7 +121,7 @@ export const ResultChunk = v.looseObject({
 const TASK_HIDDEN = ["native_session_id", "native_turn_id", "request_fingerprint"];
 const EVENT_HIDDEN = new Set(["native_session_id", "native_turn_id", "thread_id", "turn_id"]);
 
-/** mcp-surface.md §9.6: native identifiers never reach the client. */
+/** docs/mcp-tools.md#redaction-and-identifiers: native identifiers never reach the client. */
 export function stripTaskIds<T extends Record<string, unknown>>(task: T): T {
   const out: Record<string, unknown> = { ...task };
   for (const k of TASK_HIDDEN) delete out[k];

@@ -1,5 +1,5 @@
 /**
- * `submit_agent_task` (mcp-surface.md §9.3): before the one RPC, the MCP side refuses what it can
+ * `submit_agent_task` (docs/mcp-tools.md#mcp-side-checks): before the one RPC, the MCP side refuses what it can
  * already see — unknown workdir, disabled agent mode, a runtime or profile the workdir does not
  * allow, and a start directory that fails confinement or a real no-follow traversal. The Bridge
  * re-validates everything; its codes pass through.

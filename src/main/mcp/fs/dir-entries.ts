@@ -1,5 +1,5 @@
 /**
- * Reading one directory completely through its handle (mcp-surface.md §5): names that are not
+ * Reading one directory completely through its handle (docs/mcp-tools.md#read-tools): names that are not
  * valid UTF-8 are dropped, the rest come sorted in ascending byte order of their UTF-8 names, each
  * with the no-follow type the directory itself reports.
  */

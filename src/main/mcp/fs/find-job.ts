@@ -1,5 +1,5 @@
 /**
- * The walk of find_files (mcp-surface.md §5.3), run in a walk-pool worker: regular files below a
+ * The walk of find_files (docs/mcp-tools.md#find_files), run in a walk-pool worker: regular files below a
  * directory whose basename matches a glob, in walk order, bounded by `limit + 1` matches and by
  * `maxEntries` entries visited.
  */

@@ -1,5 +1,5 @@
 /**
- * One page of list_directory (mcp-surface.md §5.2): a directory's admitted entries in byte order,
+ * One page of list_directory (docs/mcp-tools.md#list_directory): a directory's admitted entries in byte order,
  * each stat-ed without following links. Small directories are listed on the main thread; a large
  * one (a high `offset` in 300,000 entries costs seconds) is a job of the walk pool.
  */

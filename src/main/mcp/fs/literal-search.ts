@@ -1,5 +1,5 @@
 /**
- * The content side of search_text (mcp-surface.md §5.4): a literal query against one whole file.
+ * The content side of search_text (docs/mcp-tools.md#search_text): a literal query against one whole file.
  * A file holding any NUL yields nothing (binary); the BOM is not part of line 1; a line that is not
  * valid UTF-8 yields nothing; each matching line yields one hit, its text cut to 2,048 bytes.
  *

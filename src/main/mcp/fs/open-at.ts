@@ -1,5 +1,5 @@
 /**
- * `openat(2)` relative to a directory handle, through `bun:ffi` (mcp-surface.md §4.5 names it as
+ * `openat(2)` relative to a directory handle, through `bun:ffi` (docs/mcp-tools.md#traversal-by-handle-and-symlinks names it as
  * the reference form). Search opens every file of a tree, and a path through
  * `/proc/self/fd/<fd>/<name>` costs the kernel a procfs lookup per open; `openat` does not.
  * Failures throw like Node's fs calls do (an Error with `code` = the errno name), so the one

@@ -1,5 +1,5 @@
 /**
- * `search_text.glob` (mcp-surface.md §5.4): a leading `!` makes it an exclusion. Without `/` it is
+ * `search_text.glob` (docs/mcp-tools.md#search_text): a leading `!` makes it an exclusion. Without `/` it is
  * matched against the basename; with `/` (a leading `/` dropped) against the path below the search
  * directory, where `*` and `?` stay within a segment and a `**` segment spans any number of them.
  * An inclusion only restricts files; an exclusion skips files and prunes directories.

@@ -1,5 +1,5 @@
 /**
- * The walk and scan of search_text (mcp-surface.md §5.4), run in a walk-pool worker: a literal
+ * The walk and scan of search_text (docs/mcp-tools.md#search_text), run in a walk-pool worker: a literal
  * search over the files of a walk, stopping at `limit + 1` hits. The deadline is the main
  * thread's: it raises the stop flag, which the walk polls before every entry.
  */

@@ -1,5 +1,5 @@
 /**
- * Reading one page of a text file (mcp-surface.md §5.5), shared by read_text_file and the resource
+ * Reading one page of a text file (docs/mcp-tools.md#read_text_file), shared by read_text_file and the resource
  * read (§5.7). The target's type is decided from a no-follow stat before anything is opened; the
  * file is then read through one non-blocking, no-follow handle, stat-ed before and after.
  *

@@ -1,5 +1,5 @@
 /**
- * The walk under find_files and search_text (mcp-surface.md §5): depth-first, each directory's
+ * The walk under find_files and search_text (docs/mcp-tools.md#read-tools): depth-first, each directory's
  * entries in ascending UTF-8 byte order, a subdirectory's contents right after its own entry.
  * A directory's names are read completely before any child is opened, so the walk holds one
  * handle per level of the current descent, never one per pending sibling. Symlinks are never

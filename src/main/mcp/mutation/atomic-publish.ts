@@ -1,5 +1,5 @@
 /**
- * Atomic publish (mcp-surface.md §6.2). New content goes to a reserved temp file in the target's
+ * Atomic publish (docs/mcp-tools.md#atomic-publish). New content goes to a reserved temp file in the target's
  * own directory, written completely and fsync-ed, and only then becomes visible: by a hard link for
  * a create (which never overwrites anything, of any type) or by a rename over the target for a
  * replace (which carries the target's mode, owner and extended attributes). Either way the target
@@ -19,7 +19,7 @@ import type { OpenFile } from "./existing-file.ts";
 import { requireRevisionByName } from "./expected-revision.ts";
 import { createLockedTemp, dropTemp, removeStaleTemps, unlinkTempName } from "./temp-files.ts";
 
-/** A new file's permission bits: 0666 less the process umask (mcp-surface.md §6.2). */
+/** A new file's permission bits: 0666 less the process umask (docs/mcp-tools.md#atomic-publish). */
 const NEW_FILE_MODE = 0o666;
 const PERMISSION_BITS = 0o7777n;
 

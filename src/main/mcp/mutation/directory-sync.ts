@@ -1,6 +1,6 @@
 /**
  * The directory fsync that makes a committed link, rename, unlink, mkdir or rmdir durable
- * (mcp-surface.md §6.2). It runs after the commit, so its failure cannot undo the change: the call
+ * (docs/mcp-tools.md#atomic-publish). It runs after the commit, so its failure cannot undo the change: the call
  * still succeeds and the failure is logged as `directory_fsync_failed` (WARN).
  */
 import { fsyncSync } from "node:fs";

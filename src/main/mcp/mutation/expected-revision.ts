@@ -1,5 +1,5 @@
 /**
- * Optimistic concurrency (mcp-surface.md §4.7): a change applies only to the exact state the
+ * Optimistic concurrency (docs/mcp-tools.md#revisions): a change applies only to the exact state the
  * client saw. Any other string, a malformed one included, is REVISION_CONFLICT.
  */
 import type { BigIntStats } from "node:fs";

@@ -1,5 +1,5 @@
 /**
- * The process-wide in-process mutation lock (mcp-surface.md §6.1 step 8): one for all workdirs, so
+ * The process-wide in-process mutation lock (docs/mcp-tools.md#mutation-pipeline step 8): one for all workdirs, so
  * two mutations of this process never race for a writer lease and report WORKDIR_BUSY to each
  * other; callers wait their turn in arrival order.
  */

@@ -1,5 +1,5 @@
 /**
- * The common mutation pipeline (mcp-surface.md §6.1), the one place a mutation is authorized.
+ * The common mutation pipeline (docs/mcp-tools.md#mutation-pipeline), the one place a mutation is authorized.
  * Every mutation tool states its argument checks and its filesystem phase; this module runs the
  * steps around them in the contract's order. The last revision check and the commit run
  * synchronously inside `exclusive`, under the workdir's cross-process lock (workdir-lock.ts), so a

@@ -1,5 +1,5 @@
 /**
- * The one existing regular file an edit or an overwriting upload replaces (mcp-surface.md §6.4,
+ * The one existing regular file an edit or an overwriting upload replaces (docs/mcp-tools.md#edit_text_file,
  * §7.2), checked in the contract's order: missing, symlink, directory, special file, revision,
  * then more than one hard link (a rename would split the links into two different files).
  */

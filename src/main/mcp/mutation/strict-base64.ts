@@ -1,5 +1,5 @@
 /**
- * The upload payload checks of mcp-surface.md §7.2, steps 7.2–7.4, in order: the encoded length
+ * The upload payload checks of docs/mcp-tools.md#upload_binary_file, steps 7.2–7.4, in order: the encoded length
  * before any decoding (so an oversized payload costs no decode), strict RFC 4648 base64 (standard
  * alphabet, length a multiple of 4, `=` only as one or two trailing pad characters, no whitespace),
  * then the decoded length.

@@ -1,5 +1,5 @@
 /**
- * Literal text edits (mcp-surface.md §6.4): each edit is a replace-all of non-overlapping
+ * Literal text edits (docs/mcp-tools.md#edit_text_file): each edit is a replace-all of non-overlapping
  * occurrences scanned left to right, applied to the text as the previous edits left it, and its
  * occurrence count must be exactly the expected one. Matching works on code points: texts are
  * made well-formed first, so an edit can never split a surrogate pair.

@@ -1,5 +1,5 @@
 /**
- * The cross-process writer lease of a slot (mcp-surface.md §8), taken by every mutation while the
+ * The cross-process writer lease of a slot (docs/mcp-tools.md#writer-lease), taken by every mutation while the
  * Bridge is enabled so that none runs beside an Agent `workspace-write` task. The MCP role only
  * reads `lock_dir`: it opens `NN.lock` read-only (flock arbitrates per open file, so a read-only
  * descriptor still excludes the Bridge's) and stats the guard `active/NN`; it never creates,

@@ -1,4 +1,4 @@
-/** `create_directory(workdir, path)` (mcp-surface.md §6.6): exactly one new directory, never its parents. */
+/** `create_directory(workdir, path)` (docs/mcp-tools.md#create_directory): exactly one new directory, never its parents. */
 import { mkdirSync } from "node:fs";
 import * as v from "valibot";
 import { at } from "../../../shared/fs/dir-handle.ts";

@@ -1,4 +1,4 @@
-/** `create_text_file(workdir, path, content)` (mcp-surface.md §6.3): a new UTF-8 file, never an overwrite. */
+/** `create_text_file(workdir, path, content)` (docs/mcp-tools.md#create_text_file): a new UTF-8 file, never an overwrite. */
 import * as v from "valibot";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { revisionOf } from "../../../shared/fs/stat.ts";

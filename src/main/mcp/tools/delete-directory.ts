@@ -1,5 +1,5 @@
 /**
- * `delete_directory(workdir, path, expected_revision)` (mcp-surface.md §6.7): removes one empty
+ * `delete_directory(workdir, path, expected_revision)` (docs/mcp-tools.md#delete_directory): removes one empty
  * directory. Emptiness is physical: hidden, denied and reserved entries count, and a non-empty
  * directory's contents are never named; only a temp file whose writer has died is removed first,
  * so a directory that lists as empty is not refused because of a crash.

@@ -1,5 +1,5 @@
 /**
- * `delete_file(workdir, path, expected_revision)` (mcp-surface.md §6.5): removes one regular file,
+ * `delete_file(workdir, path, expected_revision)` (docs/mcp-tools.md#delete_file): removes one regular file,
  * text or binary, only in the exact state the client saw. A symlink is never removed or followed.
  */
 import { unlinkSync } from "node:fs";

@@ -1,5 +1,5 @@
 /**
- * `download_binary_file(workdir, path)` (mcp-surface.md §7.1): the bytes of one regular file as an
+ * `download_binary_file(workdir, path)` (docs/mcp-tools.md#download_binary_file): the bytes of one regular file as an
  * embedded base64 resource next to the usual JSON text block. A read: it works in read-only
  * workdirs and takes neither the mutation lock nor the writer lease.
  */

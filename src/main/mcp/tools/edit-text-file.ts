@@ -1,5 +1,5 @@
 /**
- * `edit_text_file(workdir, path, expected_revision, edits)` (mcp-surface.md §6.4): literal edits of
+ * `edit_text_file(workdir, path, expected_revision, edits)` (docs/mcp-tools.md#edit_text_file): literal edits of
  * one UTF-8 text file, all or nothing, committed by atomic replace. The BOM is hidden from matching
  * and kept; line endings are matched and kept literally.
  */

@@ -1,5 +1,5 @@
 /**
- * `find_files(workdir, pattern, path, limit)` (mcp-surface.md §5.3): regular files below a
+ * `find_files(workdir, pattern, path, limit)` (docs/mcp-tools.md#find_files): regular files below a
  * directory whose basename matches a glob, in walk order, bounded by `limit + 1` matches and by
  * `max_walk_entries` entries visited. The walk is a heavy call, run in the walk pool.
  */

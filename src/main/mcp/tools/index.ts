@@ -1,5 +1,5 @@
 /**
- * Registration (mcp-surface.md §3): filesystem tools always, binary tools when some workdir has
+ * Registration (docs/mcp-tools.md#registration): filesystem tools always, binary tools when some workdir has
  * binary transfer, Agent tools when the Bridge is enabled and some workdir has an agent mode — in
  * the table's order, fixed at startup.
  */

@@ -1,5 +1,5 @@
 /**
- * `list_directory(workdir, path, offset, limit)` (mcp-surface.md §5.2): one page of a directory's
+ * `list_directory(workdir, path, offset, limit)` (docs/mcp-tools.md#list_directory): one page of a directory's
  * admitted entries in byte order, each stat-ed without following links. A directory whose own size
  * says it holds more than a few thousand entries is listed as a heavy call in the walk pool, so a
  * high `offset` in a huge directory never holds up other calls.

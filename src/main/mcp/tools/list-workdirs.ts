@@ -1,4 +1,4 @@
-/** `list_workdirs()` (mcp-surface.md §5.1): aliases and capabilities, never roots or slots. */
+/** `list_workdirs()` (docs/mcp-tools.md#list_workdirs): aliases and capabilities, never roots or slots. */
 import * as v from "valibot";
 import type { McpDeps } from "../deps.ts";
 import { defineTool, READ_ONLY } from "../tool.ts";

@@ -1,5 +1,5 @@
 /**
- * `read_text_file(workdir, path, start_line, max_lines)` (mcp-surface.md §5.5): one page of whole
+ * `read_text_file(workdir, path, start_line, max_lines)` (docs/mcp-tools.md#read_text_file): one page of whole
  * lines of a UTF-8 text file, with the revision that edits and deletes need. A read that must seek
  * to its start line is a heavy call (docs/reliability.md, "Hardening"); a read from line 1 is not.
  */

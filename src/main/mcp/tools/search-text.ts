@@ -1,5 +1,5 @@
 /**
- * `search_text(workdir, query, path, glob, case_sensitive, limit)` (mcp-surface.md §5.4): a literal
+ * `search_text(workdir, query, path, glob, case_sensitive, limit)` (docs/mcp-tools.md#search_text): a literal
  * search, in-process, over the files of a walk, run in the walk pool. It stops at `limit + 1`
  * hits and fails whole with SEARCH_TIMEOUT once `search_timeout_seconds` have passed since the call
  * began, time spent waiting for the pool included. The query is never logged or echoed.

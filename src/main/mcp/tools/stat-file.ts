@@ -1,4 +1,4 @@
-/** `stat_file(workdir, path)` (mcp-surface.md §5.6): a no-follow stat of the final segment. */
+/** `stat_file(workdir, path)` (docs/mcp-tools.md#stat_file): a no-follow stat of the final segment. */
 import * as v from "valibot";
 import { closeQuietly, lstatAt, openRoot, withParent } from "../../../shared/fs/dir-handle.ts";
 import { mimeTypeFor } from "../../../shared/fs/mime.ts";

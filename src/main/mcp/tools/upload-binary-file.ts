@@ -1,6 +1,6 @@
 /**
  * `upload_binary_file(workdir, path, data_base64, overwrite = false, expected_revision = null)`
- * (mcp-surface.md §7.2): create-only by default, exactly as `create_text_file`; with `overwrite`
+ * (docs/mcp-tools.md#upload_binary_file): create-only by default, exactly as `create_text_file`; with `overwrite`
  * it atomically replaces one existing regular file in the exact state the client saw.
  */
 import { createHash } from "node:crypto";
