@@ -135,8 +135,9 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
       void w.exited.then(async () => {
         if (stopping) return;
         audit.warn("provider_worker_lost", { live_tasks: service.liveTaskIds().length });
-        provider = await startProvider();
-        service.replaceProvider(provider.remote);
+        const next = startProvider();
+        service.replacingProvider(next.then((w) => w.remote));
+        provider = await next;
         supervise(provider);
       });
     };

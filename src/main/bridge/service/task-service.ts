@@ -126,9 +126,16 @@ export class TaskService {
   }
 
   /** A replacement provider worker after the previous one died (docs/task-model.md#threads). */
-  replaceProvider(provider: Remote<ProviderWorker>): void {
-    this.deps.provider = provider;
+  /**
+   * A provider worker died and its replacement is starting: runs dispatched meanwhile wait for it
+   * instead of going to the dead one (which would fail them AGENT_PROVIDER_DISCONNECTED at once).
+   */
+  replacingProvider(ready: Promise<Remote<ProviderWorker>>): void {
+    this.providerReady = ready.then((provider) => {
+      this.deps.provider = provider;
+    });
   }
+  private providerReady: Promise<void> = Promise.resolve();
 
   /** Task ids with a live runner here (the maintenance sweep leaves those to their runner). */
   liveTaskIds(): string[] {
@@ -432,6 +439,7 @@ export class TaskService {
       run.litter = noteLitterBaseline(ws, ws.confine(this.store.getTask(run.taskId)!.relative_cwd).segments);
       this.store.recordProvider(run.taskId, { mark });
       if (run.lease) updateGuard(this.lockDir, run.slot, run.taskId, { provider_mark: mark }, this.deps.sharingGid);
+      await this.providerReady;
       report = await this.deps.provider.run(
         {
           taskId: run.taskId,
