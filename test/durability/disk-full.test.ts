@@ -180,6 +180,8 @@ describe("a database locked past the busy timeout (an injected fault, no mount n
     await waitForTask(locked.socketPath, task.task_id, (x) => x["status"] === "running");
     // another process holds the write lock far past the Bridge's 5 s busy timeout
     const holder = new Database(join(locked.stateDir, "state.sqlite3"));
+    // the Bridge is writing the run's events right now: wait for its write to end, as a real process would
+    holder.run("PRAGMA busy_timeout = 10000");
     holder.run("BEGIN IMMEDIATE");
     let submit: Awaited<ReturnType<typeof submitTask>>;
     try {
