@@ -1,0 +1,106 @@
+/**
+ * What every part of the task service shares (docs/task-model.md#states-and-transitions): its
+ * dependencies, the live runs, the deadline and expiry timers, the event waiters, the outcomes the
+ * store could not take, and whether shutdown has begun. Offers `ServiceDeps` and `ServiceContext`.
+ * The parts (submit.ts, run-lifecycle.ts, interactions.ts, ...) are functions over one context.
+ */
+import type { Remote } from "comlink";
+import type { AuditLog } from "../../../shared/audit.ts";
+import type { Config } from "../../../shared/config/load.ts";
+import { ServerFsError } from "../../../shared/errors.ts";
+import { isTaskId } from "../../../shared/ids.ts";
+import type { GcScope } from "../../../shared/retention.ts";
+import type { Store, TaskRow } from "../../../shared/store/index.ts";
+import type { Workspaces } from "../../../shared/workspace.ts";
+import type { ProviderWorker } from "../../../workers/provider-worker.ts";
+import type { SpoolApi } from "../../../workers/spool-worker.ts";
+import type { RecoveryScope } from "../reconciliation.ts";
+import { LiveRuns } from "./live-runs.ts";
+import type { RuntimeProbes } from "./runtime-probes.ts";
+import { TimerTable } from "./timers.ts";
+import { UnrecordedOutcomes } from "./unrecorded-outcomes.ts";
+import { EventWaiters } from "./waiters.ts";
+
+export interface ServiceDeps {
+  config: Config;
+  store: Store;
+  workspaces: Workspaces;
+  audit: AuditLog;
+  probes: RuntimeProbes;
+  provider: Remote<ProviderWorker>;
+  spool: Remote<SpoolApi>;
+  /** Asks for a retention GC pass (in the maintenance worker; at most one in flight) and resolves when it is done. */
+  gc: () => Promise<void>;
+  sharingGid: number | null;
+}
+
+export const notFound = () => new ServerFsError("AGENT_TASK_NOT_FOUND", "no such task");
+
+export class ServiceContext {
+  readonly waiters = new EventWaiters();
+  readonly runs = new LiveRuns();
+  readonly deadlines = new TimerTable();
+  readonly expiries = new TimerTable();
+  readonly unrecorded: UnrecordedOutcomes;
+  /** Shutdown has begun: nothing new starts, and late outcomes are discarded. */
+  closing = false;
+  /** Settles when the provider worker runs are dispatched to is up (see `replacingProvider`). */
+  providerReady: Promise<void> = Promise.resolve();
+
+  constructor(readonly deps: ServiceDeps) {
+    this.unrecorded = new UnrecordedOutcomes(deps.audit);
+  }
+
+  get store(): Store {
+    return this.deps.store;
+  }
+  get lockDir(): string {
+    return this.deps.config.bridge.lockDir;
+  }
+  get lifecycle() {
+    return this.deps.config.bridge.lifecycle;
+  }
+
+  get gcScope(): GcScope {
+    const { stateDir, lockDir } = this.deps.config.bridge;
+    return { store: this.store, stateDir, lockDir, retentionHours: this.lifecycle.retention_hours };
+  }
+
+  get recoveryScope(): RecoveryScope {
+    return { store: this.store, lockDir: this.lockDir, audit: this.deps.audit, unrecorded: (id) => this.unrecorded.has(id) };
+  }
+
+  requireTask(taskId: string): TaskRow {
+    const row = isTaskId(taskId) ? this.store.getTask(taskId) : null;
+    if (!row) throw notFound();
+    return row;
+  }
+
+  /**
+   * One operational log line about a task (docs/deployment.md "Logs"): its ids, runtime, profile and
+   * status, plus `extra`; never its prompt or any content. An ended task also gets its error code and
+   * how long it lived.
+   */
+  logTask(event: string, taskId: string, extra: Record<string, string | number> = {}): void {
+    const t = this.store.getTask(taskId);
+    if (!t) return;
+    const ended = t.completed_at !== null;
+    this.deps.audit.info(event, {
+      task_id: taskId,
+      runtime: t.runtime,
+      profile: t.profile,
+      workdir: t.workdir_alias,
+      status: t.status,
+      ...(ended ? { error_code: t.error_code ?? undefined, duration_ms: Date.parse(t.completed_at!) - Date.parse(t.created_at) } : {}),
+      ...extra,
+    });
+  }
+
+  /** Ask the worker to stop the provider (interrupt, ≤ 10 s, then the finally path kills the group). */
+  stopProvider(taskId: string): void {
+    const run = this.runs.get(taskId);
+    if (!run) return;
+    run.stopRequested = true;
+    void this.deps.provider.cancel(taskId).catch(() => undefined);
+  }
+}

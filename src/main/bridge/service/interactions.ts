@@ -1,0 +1,95 @@
+/**
+ * Human requests (docs/task-model.md#human-in-the-loop-requests): a run opens an approval or a question and waits
+ * on it; the answer comes back through `task.approval.respond` / `task.question.answer`, checked
+ * against the request in the documented order; the provider may withdraw it. Offers
+ * `openInteraction`, `withdrawInteraction`, `respondApproval`, `answerQuestion`.
+ */
+import { ServerFsError } from "../../../shared/errors.ts";
+import { checkAnswers, checkApproval } from "../../../shared/hitl-validation.ts";
+import { isRequestId, newRequestId } from "../../../shared/ids.ts";
+import type { Resolution } from "../../../shared/store/index.ts";
+import { addSecondsIso, earlierIso, nowIso } from "../../../shared/time.ts";
+import type { ServiceContext } from "./context.ts";
+import { onExpiry } from "./expiry.ts";
+import type { LiveRun } from "./live-runs.ts";
+import { cancelTask } from "./steering.ts";
+
+export async function openInteraction(ctx: ServiceContext, run: LiveRun, kind: "approval" | "question", payload: Record<string, unknown>): Promise<Resolution> {
+  const task = ctx.store.getTask(run.taskId);
+  if (!task?.deadline_at) throw new ServerFsError("INVALID_TASK_TRANSITION", "the task is not running");
+  const timeout = ctx.lifecycle.interaction_timeout_seconds;
+  const expiresAt = timeout === 0 ? task.deadline_at : earlierIso(addSecondsIso(nowIso(), timeout), task.deadline_at);
+  const requestId = newRequestId();
+  ctx.store.openRequest({ requestId, taskId: run.taskId, kind, payload, expiresAt });
+  ctx.deps.audit.info("request_opened", { task_id: run.taskId, request_id: requestId, kind });
+  ctx.waiters.notify(run.taskId);
+  return new Promise<Resolution>((resolve, reject) => {
+    run.interaction = { requestId, resolve, reject };
+    ctx.expiries.arm(requestId, expiresAt, () => onExpiry(ctx, run.taskId, requestId));
+  });
+}
+
+/** The provider no longer needs its pending request (it went on without it). */
+export function withdrawInteraction(ctx: ServiceContext, run: LiveRun): void {
+  const pending = run.interaction;
+  if (!pending) return;
+  run.interaction = null;
+  ctx.expiries.cancel(pending.requestId);
+  ctx.unrecorded.attempt(run.taskId, () => ctx.store.staleRequest(run.taskId, pending.requestId, "withdrawn"));
+  ctx.waiters.notify(run.taskId);
+}
+
+function checkReply(ctx: ServiceContext, taskId: string, requestId: string, kind: "approval" | "question") {
+  const task = ctx.requireTask(taskId);
+  const request = isRequestId(requestId) ? ctx.store.getRequest(requestId) : null;
+  if (!request || request.task_id !== taskId) throw new ServerFsError("REQUEST_NOT_FOUND", "no such request for this task");
+  if (request.status === "resolved") throw new ServerFsError("REQUEST_ALREADY_RESOLVED", "the request was already answered");
+  const stale = () => new ServerFsError("REQUEST_STALE", "the request is no longer pending");
+  if (request.status === "stale" || task.pending_request_id !== requestId) throw stale();
+  if (request.expires_at !== null && nowIso() >= request.expires_at) {
+    onExpiry(ctx, taskId, requestId);
+    throw stale();
+  }
+  if (request.kind !== kind) {
+    throw kind === "approval"
+      ? new ServerFsError("INVALID_APPROVAL_DECISION", "the request is a question, not an approval")
+      : new ServerFsError("INVALID_QUESTION_ANSWER", "the request is an approval, not a question");
+  }
+  return { task, request, payload: JSON.parse(request.payload_json) as Record<string, unknown> };
+}
+
+function resolve(ctx: ServiceContext, taskId: string, requestId: string, resolution: Resolution) {
+  const change = ctx.store.resolveRequest(taskId, requestId, resolution);
+  if (!change) {
+    const now = ctx.store.getRequest(requestId);
+    if (now?.status === "resolved") throw new ServerFsError("REQUEST_ALREADY_RESOLVED", "the request was already answered");
+    throw new ServerFsError("REQUEST_STALE", "the request is no longer pending");
+  }
+  ctx.expiries.cancel(requestId);
+  // the decision is one of a fixed set; answers to questions are content and stay out of the log
+  const decision = "decision" in resolution ? resolution.decision : undefined;
+  ctx.deps.audit.info("request_answered", { task_id: taskId, request_id: requestId, kind: change.request.kind, decision });
+  const run = ctx.runs.get(taskId);
+  if (run?.interaction?.requestId === requestId) {
+    run.interaction.resolve(resolution);
+    run.interaction = null;
+  }
+  ctx.waiters.notify(taskId);
+  return change.task;
+}
+
+export function respondApproval(ctx: ServiceContext, p: { task_id: string; request_id: string; decision: string; granted_permission_ids?: string[] }) {
+  const { payload } = checkReply(ctx, p.task_id, p.request_id, "approval");
+  const resolution = checkApproval(payload, p.decision, p.granted_permission_ids);
+  const task = resolve(ctx, p.task_id, p.request_id, resolution);
+  if (resolution.decision === "cancel_task") cancelTask(ctx, p.task_id);
+  return { task_id: p.task_id, request_id: p.request_id, resolved: true as const, correlation_id: task.correlation_id };
+}
+
+export function answerQuestion(ctx: ServiceContext, p: { task_id: string; request_id: string; answers: unknown[] }) {
+  const { payload } = checkReply(ctx, p.task_id, p.request_id, "question");
+  const resolution = checkAnswers(payload as never, p.answers);
+  const task = resolve(ctx, p.task_id, p.request_id, resolution);
+  return { task_id: p.task_id, request_id: p.request_id, resolved: true as const, correlation_id: task.correlation_id };
+}
+

@@ -1,0 +1,55 @@
+/**
+ * The runs this Bridge is carrying (docs/task-model.md#threads): one `LiveRun` per task from its
+ * submission to the end of its finally path, with the human request it may be waiting on. Offers
+ * `LiveRun`, `PendingInteraction` and `LiveRuns`, the table of them keyed by task id.
+ */
+import type { Lease } from "../../../shared/leases/lock-files.ts";
+import type { Resolution } from "../../../shared/store/index.ts";
+import type { ServerFsError } from "../../../shared/errors.ts";
+import type { LitterBaseline } from "./sandbox-litter.ts";
+
+export interface PendingInteraction {
+  requestId: string;
+  resolve: (resolution: Resolution) => void;
+  reject: (e: ServerFsError) => void;
+}
+
+export interface LiveRun {
+  taskId: string;
+  slot: number;
+  lease: Lease | null;
+  interaction: PendingInteraction | null;
+  /** Resolves when the finally path has run. */
+  done: Promise<void>;
+  /** A shutdown's group termination under way (§14 step 2); the finally path waits for it. */
+  stopping: Promise<unknown> | null;
+  /** A cancel, deadline or expiry asked the provider to stop (§7.2 step 5: then SIGKILL, no second grace). */
+  stopRequested: boolean;
+  /** Which sandbox litter names the start directory lacked before the provider started. */
+  litter: LitterBaseline | null;
+  /** The operational log's `task_started` line was written. */
+  startLogged?: boolean;
+}
+
+export class LiveRuns {
+  private readonly runs = new Map<string, LiveRun>();
+
+  get(taskId: string): LiveRun | undefined {
+    return this.runs.get(taskId);
+  }
+  has(taskId: string): boolean {
+    return this.runs.has(taskId);
+  }
+  add(run: LiveRun): void {
+    this.runs.set(run.taskId, run);
+  }
+  delete(taskId: string): void {
+    this.runs.delete(taskId);
+  }
+  values(): LiveRun[] {
+    return [...this.runs.values()];
+  }
+  taskIds(): string[] {
+    return [...this.runs.keys()];
+  }
+}

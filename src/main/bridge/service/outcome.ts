@@ -1,0 +1,65 @@
+/**
+ * A run's single outcome becoming the task's terminal state (docs/task-model.md#states-and-transitions):
+ * success inline or spooled, a cancel, or a coded failure. Offers `onOutcome` and `settleFailure`.
+ */
+import type { ErrorCode } from "../../../shared/errors.ts";
+import { classifyResult, resultPreview } from "../../../shared/spool.ts";
+import { isTerminal } from "../../../shared/store/index.ts";
+import type { Outcome } from "../../../workers/providers/types.ts";
+import type { ServiceContext } from "./context.ts";
+
+/** §5.4 step 6 and 9: the single outcome of a run becomes the task's terminal state. */
+export async function onOutcome(ctx: ServiceContext, taskId: string, outcome: Outcome): Promise<void> {
+  if (ctx.closing) return; // §14 step 2: whatever arrives during shutdown is discarded
+  if (outcome.kind === "failed") return settleFailure(ctx, taskId, outcome.code, outcome.message);
+  if (outcome.kind === "cancelled") {
+    ctx.unrecorded.attempt(taskId, () => ctx.store.transition(taskId, "cancelled", { events: [{ type: "task.cancelled", payload: {} }] }));
+    ctx.waiters.notify(taskId);
+    return;
+  }
+  const task = ctx.store.getTask(taskId);
+  if (task?.status !== "running") return; // cancelled or interrupted meanwhile: the text is discarded
+  const cls = classifyResult(outcome.text);
+  if (cls.storage === "too_large") return settleFailure(ctx, taskId, "AGENT_RESULT_TOO_LARGE", "the final response is larger than 8 MiB");
+  const completed = { type: "task.completed", payload: { result_storage: cls.storage, result_size_bytes: cls.size_bytes } };
+  if (cls.storage === "inline") {
+    ctx.unrecorded.attempt(taskId, () =>
+      ctx.store.transition(taskId, "succeeded", {
+        from: ["running"],
+        set: { final_response: outcome.text, result_storage: "inline", result_size_bytes: cls.size_bytes, result_sha256: cls.sha256 },
+        events: [completed],
+      }),
+    );
+  } else {
+    const stateDir = ctx.deps.config.bridge.stateDir;
+    try {
+      await ctx.deps.spool.writeSpool(stateDir, taskId, outcome.text);
+    } catch {
+      return settleFailure(ctx, taskId, "AGENT_RESULT_STORAGE_ERROR", "the result could not be stored");
+    }
+    const done = ctx.unrecorded.attempt(taskId, () =>
+      ctx.store.transition(taskId, "succeeded", {
+        from: ["running"],
+        set: { final_response: resultPreview(outcome.text), result_storage: "spool", result_size_bytes: cls.size_bytes, result_sha256: cls.sha256 },
+        events: [{ type: "task.result_spooled", payload: { size_bytes: cls.size_bytes, sha256: cls.sha256 } }, completed],
+      }),
+    );
+    if (!done) await ctx.deps.spool.removeSpool(stateDir, taskId).catch(() => false);
+  }
+  ctx.waiters.notify(taskId);
+}
+
+/** A coded failure: `interrupted` while waiting for a human, else `failed` (§5.4 step 9). */
+export async function settleFailure(ctx: ServiceContext, taskId: string, code: ErrorCode, message: string): Promise<void> {
+  if (ctx.closing) return; // the shutdown ends the task with BRIDGE_SHUTDOWN instead
+  // its end already failed to be written: the periodic sweep records it, not another wait on the store
+  if (ctx.unrecorded.has(taskId)) return;
+  const task = ctx.store.getTask(taskId);
+  if (!task || isTerminal(task.status)) return;
+  const waiting = task.status === "waiting_for_approval" || task.status === "waiting_for_question";
+  const to = waiting || task.status === "queued" ? "interrupted" : "failed";
+  const event = to === "failed" ? "task.failed" : "task.interrupted";
+  ctx.unrecorded.attempt(taskId, () => ctx.store.transition(taskId, to, { error: { code, message }, events: [{ type: event, payload: { error_code: code } }] }));
+  ctx.waiters.notify(taskId);
+}
+

@@ -1,0 +1,41 @@
+/**
+ * Steering and cancellation (docs/task-model.md#steering and #cancellation): `task.message.send` to a
+ * live run and `task.cancel`. Offers `sendMessage` and `cancelTask`.
+ */
+import { ServerFsError } from "../../../shared/errors.ts";
+import { isTerminal } from "../../../shared/store/index.ts";
+import type { ServiceContext } from "./context.ts";
+
+export async function sendMessage(ctx: ServiceContext, p: { task_id: string; message: string }) {
+  if (p.message === "") throw new ServerFsError("INVALID_REQUEST", "message must not be empty");
+  if (Buffer.byteLength(p.message) > 65_536) throw new ServerFsError("AGENT_MESSAGE_TOO_LARGE", "the message is larger than 64 KiB");
+  const task = ctx.requireTask(p.task_id);
+  if (isTerminal(task.status)) throw new ServerFsError("AGENT_TASK_TERMINAL", "the task has ended; submit a continuation instead");
+  if (task.status === "queued" || !ctx.runs.has(p.task_id)) throw new ServerFsError("AGENT_TASK_NOT_ACTIVE", "the task cannot take a message yet");
+  const probe = await ctx.deps.probes.probe(task.runtime);
+  if ("live_steer" in probe && !probe.live_steer) {
+    throw new ServerFsError("AGENT_PROVIDER_ERROR", "live steering is not supported by this runtime");
+  }
+  await ctx.deps.provider.sendMessage(p.task_id, p.message);
+  ctx.store.appendEvents(p.task_id, [{ type: "user.message", payload: { bytes: Buffer.byteLength(p.message) } }]);
+  ctx.waiters.notify(p.task_id);
+  return { task_id: p.task_id, accepted: true as const, correlation_id: task.correlation_id };
+}
+
+/** §7.2: idempotent and terminal-first; the cancel is committed before the answer. */
+export function cancelTask(ctx: ServiceContext, taskId: string) {
+  const task = ctx.requireTask(taskId);
+  if (isTerminal(task.status)) return { task_id: taskId, status: task.status, correlation_id: task.correlation_id };
+  const moved = ctx.store.transition(taskId, "cancelled", { events: [{ type: "task.cancelled", payload: {} }] });
+  const status = moved ? "cancelled" : (ctx.store.getTask(taskId)?.status ?? "cancelled");
+  const run = ctx.runs.get(taskId);
+  if (run?.interaction) {
+    run.interaction.reject(new ServerFsError("AGENT_INTERACTION_EXPIRED", "the task was cancelled"));
+    run.interaction = null;
+  }
+  ctx.stopProvider(taskId);
+  ctx.waiters.notify(taskId);
+  void ctx.deps.gc().catch(() => undefined);
+  return { task_id: taskId, status, correlation_id: task.correlation_id };
+}
+
