@@ -12,7 +12,7 @@ import { Redactor } from "../shared/redact.ts";
 import { isStorageFault } from "../shared/storage-fault.ts";
 import { appendEvents } from "../shared/store/events.ts";
 import { openDatabase } from "../shared/store/open.ts";
-import { recordProvider, transition } from "../shared/store/tasks.ts";
+import { endTask, recordProvider, transition } from "../shared/store/tasks.ts";
 import { autoDeclinedEvent, outsideWorkdir } from "./auto-decline.ts";
 import { DEFAULT_BATCHING, EventBatcher, type PendingEvent } from "./event-batcher.ts";
 import { IdleTimer } from "./idle-timer.ts";
@@ -59,7 +59,7 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
   if (!transition(store(), spec.taskId, "starting", { from: ["queued"] })) return notStarted;
   if (!adapter) {
     const error = { code: "AGENT_RUNTIME_UNAVAILABLE" as const, message: "the runtime is not enabled" };
-    transition(store(), spec.taskId, "failed", { error, events: [{ type: "task.failed", payload: { error_code: error.code } }] });
+    endTask(store(), spec.taskId, { to: "failed", error });
     return notStarted;
   }
 

@@ -287,6 +287,39 @@ describe("§5.2 effects of a transition", () => {
   });
 });
 
+describe("ending a task with its lifecycle event", () => {
+  const payloads = (id: string) => store.listEvents(id, 0, 10).map((e) => [e.event_type, e.payload]);
+
+  test("cancelled appends task.cancelled; failed and interrupted append their event with the error code and set the error", () => {
+    const cancelled = reach(store, "running");
+    expect(store.endTask(cancelled, { to: "cancelled" })?.task.status).toBe("cancelled");
+    expect(payloads(cancelled)).toEqual([["task.cancelled", {}]]);
+
+    const failed = reach(store, "running");
+    store.endTask(failed, { to: "failed", error: ERROR });
+    expect(store.getTask(failed)).toMatchObject({ status: "failed", error_code: ERROR.code, error_message: ERROR.message });
+    expect(payloads(failed)).toEqual([["task.failed", { error_code: ERROR.code }]]);
+
+    const interrupted = reach(store, "queued");
+    store.endTask(interrupted, { to: "interrupted", error: { code: "BRIDGE_SHUTDOWN", message: "the Bridge stopped" } });
+    expect(store.getTask(interrupted)).toMatchObject({ status: "interrupted", error_code: "BRIDGE_SHUTDOWN" });
+    expect(payloads(interrupted)).toEqual([["task.interrupted", { error_code: "BRIDGE_SHUTDOWN" }]]);
+  });
+
+  test("`before` events come first in the same transaction; `from` leaves a task outside it as it is", () => {
+    const id = reach(store, "running");
+    const reconciled = { type: "task.reconciled", payload: { status: "GONE" } };
+    expect(store.endTask(id, { to: "interrupted", error: ERROR }, { from: ["queued"], before: [reconciled] })).toBeNull();
+    expect(store.getTask(id)?.status).toBe("running");
+    expect(payloads(id)).toEqual([]);
+    store.endTask(id, { to: "interrupted", error: ERROR }, { from: ["running"], before: [reconciled] });
+    expect(payloads(id)).toEqual([
+      ["task.reconciled", { status: "GONE" }],
+      ["task.interrupted", { error_code: ERROR.code }],
+    ]);
+  });
+});
+
 describe("§5.4 provider facts", () => {
   test("recorded with COALESCE: a null or absent value never overwrites, a new value does", () => {
     const id = reach(store, "starting");

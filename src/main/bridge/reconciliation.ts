@@ -182,13 +182,12 @@ function recordActiveTask(scope: StartupScope, task: TaskRow, decision: StartupD
     [{ type: "runtime.reconcile_finished", payload: { runtime: task.runtime, status: verdict.status, provider_active: verdict.providerActive } }],
     { allowTerminal: true },
   );
-  store.transition(task.task_id, "interrupted", {
-    error: { code, message: code === "AGENT_TASK_TIMED_OUT" ? "the task deadline passed" : "the Bridge restarted; the task was not re-run" },
-    events: [
-      { type: "task.reconciled", payload: { status: verdict.status, provider_active: verdict.providerActive, error_code: code } },
-      { type: "task.interrupted", payload: { error_code: code } },
-    ],
-  });
+  const message = code === "AGENT_TASK_TIMED_OUT" ? "the task deadline passed" : "the Bridge restarted; the task was not re-run";
+  store.endTask(
+    task.task_id,
+    { to: "interrupted", error: { code, message } },
+    { before: [{ type: "task.reconciled", payload: { status: verdict.status, provider_active: verdict.providerActive, error_code: code } }] },
+  );
   applyGuard(scope, subject, verdict);
 }
 
@@ -216,13 +215,11 @@ function settleGone(scope: RecoveryScope, slot: number | null, taskId: string, f
   let interrupted = false;
   if (row && !isTerminal(row.status)) {
     const end = scope.unrecorded?.(taskId) ? UNRECORDED : INACTIVE;
-    const moved = scope.store.transition(taskId, "interrupted", {
-      error: end,
-      events: [
-        { type: "task.reconciled", payload: { status: verdict.status, provider_active: false, error_code: end.code } },
-        { type: "task.interrupted", payload: { error_code: end.code } },
-      ],
-    });
+    const moved = scope.store.endTask(
+      taskId,
+      { to: "interrupted", error: end },
+      { before: [{ type: "task.reconciled", payload: { status: verdict.status, provider_active: false, error_code: end.code } }] },
+    );
     interrupted = moved !== null;
   }
   if (!applyGuard(scope, subject, verdict) || !row || interrupted) return;

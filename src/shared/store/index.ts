@@ -19,6 +19,8 @@
  *   are entered and left through the request methods. Terminal entry sets completed_at, error columns
  *   (failed / interrupted, message cut to 4,096 bytes), clears pending_request_id and stales the task's
  *   pending requests, together with the given lifecycle events (a limit-breaking one is dropped).
+ * - `endTask(id, {to: "cancelled"} | {to: "failed" | "interrupted", error}, {from, before})`: `transition`
+ *   with that end's own lifecycle event (`task.cancelled` / `task.failed` / `task.interrupted`).
  * - `recordProvider(id, {pgid, startTime, mark, nativeSessionId, nativeTurnId})` → row or null (COALESCE).
  *
  * Events (§4):
@@ -69,6 +71,8 @@ export {
   MAX_TASK_PAGE,
   type ProviderFacts,
   type ResultColumns,
+  type EndOptions,
+  type TaskEnd,
   type TaskPage,
   type TransitionOptions,
   type TransitionResult,
@@ -153,6 +157,9 @@ export class Store {
   }
   transition(taskId: string, to: tasks.TransitionTarget, opts: tasks.TransitionOptions = {}): tasks.TransitionResult | null {
     return this.reported(taskId, tasks.transition(this.db, taskId, to, opts));
+  }
+  endTask(taskId: string, end: tasks.TaskEnd, opts: tasks.EndOptions = {}): tasks.TransitionResult | null {
+    return this.reported(taskId, tasks.endTask(this.db, taskId, end, opts));
   }
   recordProvider(taskId: string, facts: tasks.ProviderFacts): TaskRow | null {
     return tasks.recordProvider(this.db, taskId, facts);

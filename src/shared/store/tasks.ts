@@ -4,7 +4,7 @@
  * the retention GC queries (§8.3).
  *
  * Offers: `insertTask`, `getTask`, `findByIdempotencyKey`, `listActive`, `countActive`, `listTasks`,
- * `transition`, `recordProvider`, `gcCandidates`, `deleteTask`, `deleteTasks` and their option/result types.
+ * `transition`, `endTask`, `recordProvider`, `gcCandidates`, `deleteTask`, `deleteTasks` and their option/result types.
  * Every write runs in its own `BEGIN IMMEDIATE` transaction (nested calls become savepoints).
  */
 import type { Database } from "bun:sqlite";
@@ -224,6 +224,36 @@ export function transition(
       const events = insertEvents(db, taskId, opts.events ?? [], { allowTerminal: true, onLimit: "skip" });
       return { task: getTask(db, taskId)!, events };
     });
+}
+
+/** How a task ends other than in success: `cancelled`, or `failed` / `interrupted` with its error. */
+export type TaskEnd =
+  | { to: "cancelled" }
+  | { to: "failed" | "interrupted"; error: { code: ErrorCode; message: string } };
+
+export interface EndOptions {
+  /** Narrows the allowed sources, as for `transition`. */
+  from?: readonly TaskStatus[];
+  /** Events appended before the end's own (reconciliation's `task.reconciled`). */
+  before?: readonly EventInput[];
+}
+
+/**
+ * `transition` to an unsuccessful end together with that end's lifecycle event: `task.cancelled`,
+ * or `task.failed` / `task.interrupted` carrying the error code (docs/events.md). Every such end
+ * goes through here, so the event and the error columns cannot disagree.
+ */
+export function endTask(db: Database, taskId: string, end: TaskEnd, opts: EndOptions = {}): TransitionResult | null {
+  const from = opts.from ? { from: opts.from } : {};
+  const before = opts.before ?? [];
+  if (end.to === "cancelled") {
+    return transition(db, taskId, "cancelled", { ...from, events: [...before, { type: "task.cancelled", payload: {} }] });
+  }
+  return transition(db, taskId, end.to, {
+    ...from,
+    error: end.error,
+    events: [...before, { type: `task.${end.to}`, payload: { error_code: end.error.code } }],
+  });
 }
 
 export interface ProviderFacts {

@@ -96,6 +96,11 @@ export class ServiceContext {
     });
   }
 
+  /** Asks for a retention GC pass without waiting for it (the pass's own failures are its worker's). */
+  requestGc(): void {
+    void this.deps.gc().catch(() => undefined);
+  }
+
   /** Ask the worker to stop the provider (interrupt, ≤ 10 s, then the finally path kills the group). */
   stopProvider(taskId: string): void {
     const run = this.runs.get(taskId);

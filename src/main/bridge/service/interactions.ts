@@ -31,9 +31,8 @@ export async function openInteraction(ctx: ServiceContext, run: LiveRun, kind: "
 
 /** The provider no longer needs its pending request (it went on without it). */
 export function withdrawInteraction(ctx: ServiceContext, run: LiveRun): void {
-  const pending = run.interaction;
+  const pending = ctx.runs.takeInteraction(run.taskId);
   if (!pending) return;
-  run.interaction = null;
   ctx.expiries.cancel(pending.requestId);
   ctx.unrecorded.attempt(run.taskId, () => ctx.store.staleRequest(run.taskId, pending.requestId, "withdrawn"));
   ctx.waiters.notify(run.taskId);
@@ -69,11 +68,7 @@ function resolve(ctx: ServiceContext, taskId: string, requestId: string, resolut
   // the decision is one of a fixed set; answers to questions are content and stay out of the log
   const decision = "decision" in resolution ? resolution.decision : undefined;
   ctx.deps.audit.info("request_answered", { task_id: taskId, request_id: requestId, kind: change.request.kind, decision });
-  const run = ctx.runs.get(taskId);
-  if (run?.interaction?.requestId === requestId) {
-    run.interaction.resolve(resolution);
-    run.interaction = null;
-  }
+  ctx.runs.takeInteraction(taskId, requestId)?.resolve(resolution);
   ctx.waiters.notify(taskId);
   return change.task;
 }

@@ -52,4 +52,16 @@ export class LiveRuns {
   taskIds(): string[] {
     return [...this.runs.keys()];
   }
+
+  /**
+   * Hands over the human request `taskId`'s run is waiting on (only if it is `requestId`, when given)
+   * and forgets it, so the one who takes it settles that wait exactly once.
+   */
+  takeInteraction(taskId: string, requestId?: string): PendingInteraction | null {
+    const run = this.runs.get(taskId);
+    const pending = run?.interaction ?? null;
+    if (!run || !pending || (requestId !== undefined && pending.requestId !== requestId)) return null;
+    run.interaction = null;
+    return pending;
+  }
 }

@@ -13,7 +13,7 @@ export async function onOutcome(ctx: ServiceContext, taskId: string, outcome: Ou
   if (ctx.closing) return; // §14 step 2: whatever arrives during shutdown is discarded
   if (outcome.kind === "failed") return settleFailure(ctx, taskId, outcome.code, outcome.message);
   if (outcome.kind === "cancelled") {
-    ctx.unrecorded.attempt(taskId, () => ctx.store.transition(taskId, "cancelled", { events: [{ type: "task.cancelled", payload: {} }] }));
+    ctx.unrecorded.attempt(taskId, () => ctx.store.endTask(taskId, { to: "cancelled" }));
     ctx.waiters.notify(taskId);
     return;
   }
@@ -58,8 +58,7 @@ export async function settleFailure(ctx: ServiceContext, taskId: string, code: E
   if (!task || isTerminal(task.status)) return;
   const waiting = task.status === "waiting_for_approval" || task.status === "waiting_for_question";
   const to = waiting || task.status === "queued" ? "interrupted" : "failed";
-  const event = to === "failed" ? "task.failed" : "task.interrupted";
-  ctx.unrecorded.attempt(taskId, () => ctx.store.transition(taskId, to, { error: { code, message }, events: [{ type: event, payload: { error_code: code } }] }));
+  ctx.unrecorded.attempt(taskId, () => ctx.store.endTask(taskId, { to, error: { code, message } }));
   ctx.waiters.notify(taskId);
 }
 

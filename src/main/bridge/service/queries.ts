@@ -25,13 +25,12 @@ export function listTasks(ctx: ServiceContext, p: { status?: string | null; limi
   if (status !== undefined && !(TASK_STATUSES as readonly string[]).includes(status)) {
     throw new ServerFsError("INVALID_REQUEST", "status is not a task status");
   }
-  const page = ctx.store.listTasks({
+  const page = ctx.store.listTaskObjects({
     status: status as TaskStatus | undefined,
     limit: p.limit ?? 100,
     beforeTaskId: p.before_task_id ?? undefined,
   });
-  const tasks = page.tasks.map((t) => ctx.store.getTaskObject(t.task_id)).filter((t): t is TaskObject => t !== null);
-  return { tasks, next_before_task_id: page.nextBeforeTaskId };
+  return { tasks: page.tasks, next_before_task_id: page.nextBeforeTaskId };
 }
 
 export async function readEvents(

@@ -121,8 +121,7 @@ async function finallyPath(ctx: ServiceContext, run: LiveRun, report: RunReport)
     }
   }
   run.lease?.release();
-  run.interaction?.reject(new ServerFsError("AGENT_INTERACTION_EXPIRED", "the task ended"));
-  run.interaction = null;
+  ctx.runs.takeInteraction(run.taskId)?.reject(new ServerFsError("AGENT_INTERACTION_EXPIRED", "the task ended"));
   ctx.deadlines.cancel(run.taskId);
   ctx.runs.delete(run.taskId);
   ctx.waiters.notify(run.taskId);

@@ -49,12 +49,7 @@ async function terminateRecorded(ctx: ServiceContext, taskId: string): Promise<v
 
 export function interruptForShutdown(ctx: ServiceContext, taskId: string, from?: readonly TaskStatus[]): void {
   // a store that cannot take it leaves the task active for the next start to reconcile
-  const moved = ctx.unrecorded.attempt(taskId, () =>
-    ctx.store.transition(taskId, "interrupted", {
-      ...(from ? { from } : {}),
-      error: { code: "BRIDGE_SHUTDOWN", message: "the Bridge stopped" },
-      events: [{ type: "task.interrupted", payload: { error_code: "BRIDGE_SHUTDOWN" } }],
-    }),
-  );
+  const error = { code: "BRIDGE_SHUTDOWN", message: "the Bridge stopped" } as const;
+  const moved = ctx.unrecorded.attempt(taskId, () => ctx.store.endTask(taskId, { to: "interrupted", error }, from ? { from } : {}));
   if (moved) ctx.waiters.notify(taskId);
 }

@@ -1,5 +1,5 @@
 /**
- * Steering and cancellation (docs/task-model.md#steering and #cancellation): `task.message.send` to a
+ * Steering and cancellation (docs/task-model.md#steering, #cancellation): `task.message.send` to a
  * live run and `task.cancel`. Offers `sendMessage` and `cancelTask`.
  */
 import { ServerFsError } from "../../../shared/errors.ts";
@@ -26,16 +26,12 @@ export async function sendMessage(ctx: ServiceContext, p: { task_id: string; mes
 export function cancelTask(ctx: ServiceContext, taskId: string) {
   const task = ctx.requireTask(taskId);
   if (isTerminal(task.status)) return { task_id: taskId, status: task.status, correlation_id: task.correlation_id };
-  const moved = ctx.store.transition(taskId, "cancelled", { events: [{ type: "task.cancelled", payload: {} }] });
+  const moved = ctx.store.endTask(taskId, { to: "cancelled" });
   const status = moved ? "cancelled" : (ctx.store.getTask(taskId)?.status ?? "cancelled");
-  const run = ctx.runs.get(taskId);
-  if (run?.interaction) {
-    run.interaction.reject(new ServerFsError("AGENT_INTERACTION_EXPIRED", "the task was cancelled"));
-    run.interaction = null;
-  }
+  ctx.runs.takeInteraction(taskId)?.reject(new ServerFsError("AGENT_INTERACTION_EXPIRED", "the task was cancelled"));
   ctx.stopProvider(taskId);
   ctx.waiters.notify(taskId);
-  void ctx.deps.gc().catch(() => undefined);
+  ctx.requestGc();
   return { task_id: taskId, status, correlation_id: task.correlation_id };
 }
 

@@ -38,7 +38,7 @@ export async function submitTask(ctx: ServiceContext, p: SubmitParams) {
   const correlationId = opaqueValue(p.correlation_id, "correlation_id");
   const idempotencyKey = opaqueValue(p.idempotency_key, "idempotency_key");
   // step 3 without the wait: the pass runs beside the submit; the lookup below frees an expired key itself
-  void ctx.deps.gc().catch(() => undefined);
+  ctx.requestGc();
   checkPrompt(p.prompt);
   const path = normalizeStartPath(p.path);
   const continueFrom = p.continue_from_task_id || null;
@@ -184,12 +184,8 @@ function schedulingFailed(ctx: ServiceContext, run: LiveRun, guardSlot: number |
   if (guardSlot !== null) removeGuard(ctx.lockDir, guardSlot, run.taskId);
   run.lease?.release();
   ctx.runs.delete(run.taskId);
-  ctx.unrecorded.attempt(run.taskId, () =>
-    ctx.store.transition(run.taskId, "interrupted", {
-      error: { code, message: "the task could not be scheduled" },
-      events: [{ type: "task.interrupted", payload: { error_code: code } }],
-    }),
-  );
+  const error = { code, message: "the task could not be scheduled" };
+  ctx.unrecorded.attempt(run.taskId, () => ctx.store.endTask(run.taskId, { to: "interrupted", error }));
 }
 
 /** §5.3 step 10, in order; returns the prior native session id (in memory only). */
