@@ -23,12 +23,12 @@ export interface QuestionResolution {
   answers: QuestionAnswer[];
 }
 
-interface ApprovalPayload {
+export interface ApprovalPayload {
   available_decisions?: string[];
   requested_permissions?: { permission_id: string }[];
 }
 
-interface QuestionPayload {
+export interface QuestionPayload {
   questions: {
     question_id: string;
     options: { option_id: string }[];

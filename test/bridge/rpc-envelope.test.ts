@@ -56,7 +56,7 @@ beforeAll(async () => {
     socketPath,
     peer: { uid: -1, gid: -1 },
     sharingGid: null,
-    handlers: { ...handlers, "task.get": taskGet as never },
+    handlers: { ...handlers, "task.get": taskGet },
     isClosing: () => closing,
   });
 });

@@ -23,8 +23,12 @@ export interface RequestContext {
   signal: AbortSignal;
 }
 
+/** A method's handler, its params typed by that method's schema in METHOD_PARAMS (defaults applied). */
 export type MethodHandler<M extends Method> = (params: Params<M>, ctx: RequestContext) => Promise<object> | object;
-export type MethodHandlers = { [M in Method]?: MethodHandler<M> };
+/** A handler for every method: what the Bridge serves. */
+export type MethodTable = { [M in Method]: MethodHandler<M> };
+/** A server may leave methods out; they answer METHOD_NOT_FOUND. */
+export type MethodHandlers = Partial<MethodTable>;
 
 export interface Dispatch {
   handlers: MethodHandlers;
@@ -79,14 +83,29 @@ async function answer(bytes: Uint8Array, dispatch: Dispatch, ctx: RequestContext
   if (protocol_version !== PROTOCOL_VERSION) {
     return failure(request_id, "PROTOCOL_VERSION_UNSUPPORTED", `this Bridge speaks protocol version ${PROTOCOL_VERSION}`);
   }
-  const handler = isMethod(method) ? dispatch.handlers[method] : undefined;
-  if (!isMethod(method) || handler === undefined) return failure(request_id, "METHOD_NOT_FOUND", "unknown method");
+  if (!isMethod(method)) return failure(request_id, "METHOD_NOT_FOUND", "unknown method");
+  return invoke(method, request_id, params, dispatch, ctx);
+}
+
+/**
+ * The params check and the handler call of one method. Generic in the method, so the schema that
+ * checks the params and the handler that receives them are typed by the same `M`.
+ */
+async function invoke<M extends Method>(
+  method: M,
+  request_id: string,
+  params: Record<string, unknown>,
+  dispatch: Dispatch,
+  ctx: RequestContext,
+): Promise<RpcResponse> {
+  const handler = dispatch.handlers[method];
+  if (handler === undefined) return failure(request_id, "METHOD_NOT_FOUND", "unknown method");
 
   const checked = checkObject(METHOD_PARAMS[method], params, "params.", "params");
   if (!checked.ok) return failure(request_id, "INVALID_REQUEST", checked.message);
 
   try {
-    const result = await (handler as MethodHandler<Method>)(checked.value as Params<Method>, ctx);
+    const result = await handler(checked.value, ctx);
     if (!isJsonObject(result)) throw new TypeError("handler result is not an object");
     return success(request_id, result);
   } catch (e) {

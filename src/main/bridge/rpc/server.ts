@@ -14,7 +14,7 @@ import type { MethodHandlers } from "./dispatch.ts";
 import { type AllowedPeer, resolvePeer } from "./peer-check.ts";
 import { bindSocket, prepareSocketPath, unlinkIfBound } from "./socket-hygiene.ts";
 
-export type { MethodHandler, MethodHandlers, RequestContext } from "./dispatch.ts";
+export type { MethodHandler, MethodHandlers, MethodTable, RequestContext } from "./dispatch.ts";
 
 export interface RpcServerOptions {
   /** Absolute, at most 107 bytes (checked by the config loader). */

@@ -4,8 +4,9 @@
  * against the request in the documented order; the provider may withdraw it. Offers
  * `openInteraction`, `withdrawInteraction`, `respondApproval`, `answerQuestion`.
  */
+import type { Params } from "../../../shared/bridge-protocol/methods.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
-import { checkAnswers, checkApproval } from "../../../shared/hitl-validation.ts";
+import { type ApprovalPayload, checkAnswers, checkApproval, type QuestionPayload } from "../../../shared/hitl-validation.ts";
 import { isRequestId, newRequestId } from "../../../shared/ids.ts";
 import type { Resolution } from "../../../shared/store/index.ts";
 import { addSecondsIso, earlierIso, nowIso } from "../../../shared/time.ts";
@@ -38,7 +39,12 @@ export function withdrawInteraction(ctx: ServiceContext, run: LiveRun): void {
   ctx.waiters.notify(run.taskId);
 }
 
-function checkReply(ctx: ServiceContext, taskId: string, requestId: string, kind: "approval" | "question") {
+interface PayloadOf {
+  approval: ApprovalPayload;
+  question: QuestionPayload;
+}
+
+function checkReply<K extends keyof PayloadOf>(ctx: ServiceContext, taskId: string, requestId: string, kind: K) {
   const task = ctx.requireTask(taskId);
   const request = isRequestId(requestId) ? ctx.store.getRequest(requestId) : null;
   if (!request || request.task_id !== taskId) throw new ServerFsError("REQUEST_NOT_FOUND", "no such request for this task");
@@ -54,7 +60,8 @@ function checkReply(ctx: ServiceContext, taskId: string, requestId: string, kind
       ? new ServerFsError("INVALID_APPROVAL_DECISION", "the request is a question, not an approval")
       : new ServerFsError("INVALID_QUESTION_ANSWER", "the request is an approval, not a question");
   }
-  return { task, request, payload: JSON.parse(request.payload_json) as Record<string, unknown> };
+  // the payload is the one this Bridge stored when it opened the request (request-payload.ts)
+  return { task, request, payload: JSON.parse(request.payload_json) as PayloadOf[K] };
 }
 
 function resolve(ctx: ServiceContext, taskId: string, requestId: string, resolution: Resolution) {
@@ -73,7 +80,7 @@ function resolve(ctx: ServiceContext, taskId: string, requestId: string, resolut
   return change.task;
 }
 
-export function respondApproval(ctx: ServiceContext, p: { task_id: string; request_id: string; decision: string; granted_permission_ids?: string[] }) {
+export function respondApproval(ctx: ServiceContext, p: Params<"task.approval.respond">) {
   const { payload } = checkReply(ctx, p.task_id, p.request_id, "approval");
   const resolution = checkApproval(payload, p.decision, p.granted_permission_ids);
   const task = resolve(ctx, p.task_id, p.request_id, resolution);
@@ -81,9 +88,9 @@ export function respondApproval(ctx: ServiceContext, p: { task_id: string; reque
   return { task_id: p.task_id, request_id: p.request_id, resolved: true as const, correlation_id: task.correlation_id };
 }
 
-export function answerQuestion(ctx: ServiceContext, p: { task_id: string; request_id: string; answers: unknown[] }) {
+export function answerQuestion(ctx: ServiceContext, p: Params<"task.question.answer">) {
   const { payload } = checkReply(ctx, p.task_id, p.request_id, "question");
-  const resolution = checkAnswers(payload as never, p.answers);
+  const resolution = checkAnswers(payload, p.answers);
   const task = resolve(ctx, p.task_id, p.request_id, resolution);
   return { task_id: p.task_id, request_id: p.request_id, resolved: true as const, correlation_id: task.correlation_id };
 }

@@ -4,6 +4,7 @@
  * `recovery.list` / `recovery.clear`. Offers `lazyReconcile`, `providersGone`, `recoveryList`,
  * `recoveryClear`.
  */
+import type { Params } from "../../../shared/bridge-protocol/methods.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { clearGuard, listGuards } from "../../../shared/leases/operator-override.ts";
 import type { SweepFinding } from "../../../shared/leases/reconcile-verdict.ts";
@@ -37,7 +38,7 @@ export function recoveryList(ctx: ServiceContext) {
   return { guards: listGuards(ctx.lockDir, ctx.store) };
 }
 
-export function recoveryClear(ctx: ServiceContext, p: { slot: number; confirm: boolean }) {
+export function recoveryClear(ctx: ServiceContext, p: Params<"recovery.clear">) {
   if (p.confirm !== true) throw new ServerFsError("INVALID_REQUEST", "confirm must be true");
   return clearGuard(ctx.recoveryScope, p.slot);
 }

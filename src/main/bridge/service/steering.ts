@@ -2,11 +2,12 @@
  * Steering and cancellation (docs/task-model.md#steering, #cancellation): `task.message.send` to a
  * live run and `task.cancel`. Offers `sendMessage` and `cancelTask`.
  */
+import type { Params } from "../../../shared/bridge-protocol/methods.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { isTerminal } from "../../../shared/store/index.ts";
 import type { ServiceContext } from "./context.ts";
 
-export async function sendMessage(ctx: ServiceContext, p: { task_id: string; message: string }) {
+export async function sendMessage(ctx: ServiceContext, p: Params<"task.message.send">) {
   if (p.message === "") throw new ServerFsError("INVALID_REQUEST", "message must not be empty");
   if (Buffer.byteLength(p.message) > 65_536) throw new ServerFsError("AGENT_MESSAGE_TOO_LARGE", "the message is larger than 64 KiB");
   const task = ctx.requireTask(p.task_id);

@@ -3,6 +3,7 @@
  * section that inserts the task and takes the workdir's lease, and the scheduling of its run.
  * Offers `submitTask`.
  */
+import type { Params } from "../../../shared/bridge-protocol/methods.ts";
 import type { RuntimeName } from "../../../shared/config/schema.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { isTaskId, newTaskId } from "../../../shared/ids.ts";
@@ -22,18 +23,7 @@ import { lazyReconcile } from "./recovery.ts";
 import { executeRun } from "./run-lifecycle.ts";
 import { authorize, checkPrompt, normalizeStartPath, opaqueValue, requestFingerprint, resolveStartDirectory } from "./submission-checks.ts";
 
-export interface SubmitParams {
-  runtime: string;
-  workdir: string;
-  path: string;
-  profile: string;
-  prompt: string;
-  continue_from_task_id?: string | null;
-  correlation_id?: string | null;
-  idempotency_key?: string | null;
-}
-
-export async function submitTask(ctx: ServiceContext, p: SubmitParams) {
+export async function submitTask(ctx: ServiceContext, p: Params<"task.submit">) {
   if (ctx.closing) throw new ServerFsError("BRIDGE_CLOSED", "the Bridge is shutting down");
   const correlationId = opaqueValue(p.correlation_id, "correlation_id");
   const idempotencyKey = opaqueValue(p.idempotency_key, "idempotency_key");

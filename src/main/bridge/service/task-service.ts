@@ -5,10 +5,12 @@
  * periodic sweeps in the maintenance worker. Every state change is a compare-and-swap in the store,
  * so whichever side loses a race re-reads instead of overwriting.
  *
- * This class is the service's face to the RPC handlers and the Bridge's startup; each part lives in
- * its own file over one shared `ServiceContext`: queries.ts, submit.ts, run-lifecycle.ts,
- * outcome.ts, interactions.ts, expiry.ts, steering.ts, recovery.ts, shutdown.ts.
+ * This class is the service's face to the RPC handlers and the Bridge's startup; each method takes
+ * its RPC method's params as the protocol schema types them (`Params<M>`, defaults applied). Each
+ * part lives in its own file over one shared `ServiceContext`: queries.ts, submit.ts,
+ * run-lifecycle.ts, outcome.ts, interactions.ts, expiry.ts, steering.ts, recovery.ts, shutdown.ts.
  */
+import type { Params } from "../../../shared/bridge-protocol/methods.ts";
 import type { Remote } from "comlink";
 import type { SweepFinding } from "../../../shared/leases/reconcile-verdict.ts";
 import type { ProviderWorker } from "../../../workers/provider-worker.ts";
@@ -19,7 +21,7 @@ import { getTask, listTasks, readEvents, readResult, runtimeList } from "./queri
 import { providersGone, recoveryClear, recoveryList } from "./recovery.ts";
 import { SHUTDOWN_BOUND_MS, shutdownRuns } from "./shutdown.ts";
 import { cancelTask, sendMessage } from "./steering.ts";
-import { type SubmitParams, submitTask } from "./submit.ts";
+import { submitTask } from "./submit.ts";
 
 export type { ServiceDeps } from "./context.ts";
 export { SHUTDOWN_BOUND_MS } from "./shutdown.ts";
@@ -56,25 +58,25 @@ export class TaskService {
   get(taskId: string) {
     return getTask(this.ctx, taskId);
   }
-  list(p: Parameters<typeof listTasks>[1]) {
+  list(p: Params<"task.list">) {
     return listTasks(this.ctx, p);
   }
-  events(p: Parameters<typeof readEvents>[1], signal?: AbortSignal) {
+  events(p: Params<"task.events">, signal?: AbortSignal) {
     return readEvents(this.ctx, p, signal);
   }
-  readResult(p: Parameters<typeof readResult>[1]) {
+  readResult(p: Params<"task.result.read">) {
     return readResult(this.ctx, p);
   }
-  submit(p: SubmitParams) {
+  submit(p: Params<"task.submit">) {
     return submitTask(this.ctx, p);
   }
-  respondApproval(p: Parameters<typeof respondApproval>[1]) {
+  respondApproval(p: Params<"task.approval.respond">) {
     return respondApproval(this.ctx, p);
   }
-  answerQuestion(p: Parameters<typeof answerQuestion>[1]) {
+  answerQuestion(p: Params<"task.question.answer">) {
     return answerQuestion(this.ctx, p);
   }
-  sendMessage(p: Parameters<typeof sendMessage>[1]) {
+  sendMessage(p: Params<"task.message.send">) {
     return sendMessage(this.ctx, p);
   }
   cancel(taskId: string) {
@@ -83,7 +85,7 @@ export class TaskService {
   recoveryList() {
     return recoveryList(this.ctx);
   }
-  recoveryClear(p: Parameters<typeof recoveryClear>[1]) {
+  recoveryClear(p: Params<"recovery.clear">) {
     return recoveryClear(this.ctx, p);
   }
 

@@ -4,15 +4,19 @@
  * fields (`schema_version: 1`, `correlation_id`, byte counts; never prompts or messages).
  */
 import * as v from "valibot";
+import type { Method, ParamsInput } from "../../../shared/bridge-protocol/methods.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { byteLength } from "../../../shared/utf8.ts";
 import type { McpDeps } from "../deps.ts";
 import { type Annotations, defineTool, type ObjectSchema, type ToolCall, type ToolDef } from "../tool.ts";
 
-/** One Bridge RPC; rejects with the mapped ServerFsError (docs/mcp-tools.md#bridge-calls). */
-export type BridgeCaller = (
-  method: string,
-  params: Record<string, unknown>,
+/**
+ * One Bridge RPC; rejects with the mapped ServerFsError (docs/mcp-tools.md#bridge-calls). The params
+ * are typed by the method's schema in METHOD_PARAMS, the one the Bridge checks them against.
+ */
+export type BridgeCaller = <M extends Method>(
+  method: M,
+  params: ParamsInput<M>,
   opts: { signal: AbortSignal; extraTimeoutMs?: number },
 ) => Promise<Record<string, unknown>>;
 
@@ -52,15 +56,15 @@ export function expectShape<T extends v.GenericSchema>(schema: T, value: unknown
   return parsed.output;
 }
 
-export interface ProxyToolSpec<I extends ObjectSchema> {
+export interface ProxyToolSpec<I extends ObjectSchema, M extends Method> {
   name: string;
   title: string;
   description: string;
   annotations: Annotations;
   input: I;
   output: v.GenericSchema;
-  method: string;
-  params(args: v.InferOutput<I>): Record<string, unknown>;
+  method: M;
+  params(args: v.InferOutput<I>): ParamsInput<M>;
   /** Audit fields from the arguments and the validated result. */
   audit?(args: v.InferOutput<I>, result: Record<string, unknown>, call: ToolCall): void;
   /** Reshape the validated result (e.g. strip native ids) before returning it. */
@@ -69,7 +73,7 @@ export interface ProxyToolSpec<I extends ObjectSchema> {
 }
 
 /** A tool that is exactly one RPC after its schema (every Agent tool but submit and list). */
-export function proxyTool<I extends ObjectSchema>(deps: AgentDeps, spec: ProxyToolSpec<I>): ToolDef {
+export function proxyTool<I extends ObjectSchema, M extends Method>(deps: AgentDeps, spec: ProxyToolSpec<I, M>): ToolDef {
   return defineTool({
     name: spec.name,
     title: spec.title,

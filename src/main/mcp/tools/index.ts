@@ -47,7 +47,7 @@ export function buildTools(deps: McpDeps): ToolDef[] {
   if (agentToolsEnabled(deps)) {
     // One client per server: a fresh connection per call, nothing opened at startup (§2.3).
     const client = BridgeClient.fromConfig(deps.config);
-    tools.push(...agentTools(deps, (method, params, opts) => client.call(method as never, params as never, opts)));
+    tools.push(...agentTools(deps, (method, params, opts) => client.call(method, params, opts)));
   }
   return tools;
 }
