@@ -18,7 +18,7 @@ import { runCli } from "../helpers/process.ts";
 import { REPO_ROOT } from "../helpers/workspace.ts";
 import { SERVER_NAME } from "../../src/main/operator/host-setup.ts";
 import { FINAL_WORDS, FILESYSTEM_TOOLS, SCENARIO, type SeenResult } from "./scenario.ts";
-import { expectScenarioResults } from "./scenario-checks.ts";
+import { expectScenarioResults, PERSISTED } from "./scenario-checks.ts";
 
 if (!CLAUDE_PRESENT) cliMissing("Claude Code", CLAUDE_BIN, "npm install --no-save @anthropic-ai/claude-code@2.1.332");
 
@@ -155,5 +155,11 @@ describe.skipIf(!CLAUDE_PRESENT)("Claude Code as the MCP host", () => {
   test("filesystem results, the `CODE: message` errors, the expected_revision edit and the fake task's spooled result", () => {
     expectScenarioResults(seen, env.workspace);
     expect(() => readFileSync(join(env.workspace, "made", "note.txt"))).toThrow();
+  });
+
+  test("the spooled task's get_agent_task is past the inline limit and reaches the model as a preview; a chunk of the max_bytes the tool advises stays inline", () => {
+    // what the preview must still hold is checked above (scenario-checks.ts)
+    expect(seen.get("get_agent_task")!.text.startsWith(PERSISTED)).toBe(true);
+    expect(seen.get("read_agent_task_result")!.text.startsWith(PERSISTED)).toBe(false);
   });
 });

@@ -9,7 +9,7 @@ import { CODE_PATTERN } from "../helpers/mcp-client.ts";
 import { RESULT_CHUNK, type SeenResult, SPOOLED_UNIT, SPOOLED_UNITS } from "./scenario.ts";
 
 /** How Claude Code replaces a result over its inline limit (docs/hosts.md). */
-const PERSISTED = "<persisted-output>";
+export const PERSISTED = "<persisted-output>";
 
 const ERRORS: Record<string, string> = { read_missing: "PATH_NOT_FOUND", edit_stale: "REVISION_CONFLICT" };
 
@@ -39,9 +39,11 @@ export function expectScenarioResults(seen: Map<string, SeenResult>, workspace: 
   expect(existsSync(join(workspace, "made"))).toBe(false);
   expect(JSON.stringify(json("list_agent_runtimes"))).toContain('"fake"');
   // a spooled task's 64 KiB preview is more than Claude Code inlines: the model gets a 2 KB preview
-  // of the JSON, where the status (before any bulk text) is still visible
+  // of the JSON, where every small field (before final_response) is still visible
   const task = seen.get("get_agent_task")!;
-  if (task.text.startsWith(PERSISTED)) expect(task.text).toContain('"status":"succeeded"');
+  if (task.text.startsWith(PERSISTED)) {
+    for (const field of ['"status":"succeeded"', '"final_response_truncated":true', '"storage":"spool"', '"retrievable":true']) expect(task.text).toContain(field);
+  }
   else expect(json("get_agent_task")).toMatchObject({ status: "succeeded", result: { storage: "spool" } });
   const chunk = json("read_agent_task_result");
   const whole = SPOOLED_UNIT.repeat(SPOOLED_UNITS);

@@ -7,6 +7,8 @@
  * the host returned to the model so far, so nothing here knows a revision or task id in advance.
  */
 
+import { HOST_INLINE_CHUNK_BYTES } from "../../src/main/mcp/agent/proxy-tools.ts";
+
 /** What the host showed the model for one call: the tool's text and whether the host marked it an error. */
 export interface SeenResult {
   text: string;
@@ -26,8 +28,8 @@ export interface ScenarioCall {
 /** 280 000 bytes of final response, more than a task keeps (max_final_response_bytes), so it is spooled. */
 export const SPOOLED_UNIT = "host-tier-✓-";
 export const SPOOLED_UNITS = 20_000;
-/** A chunk size that stays inline in every host tested (Claude Code inlines up to about 45 KB). */
-export const RESULT_CHUNK = 4096;
+/** The chunk size read_agent_task_result's description promises stays inline (Claude Code inlines up to about 45 KB). */
+export const RESULT_CHUNK = HOST_INLINE_CHUNK_BYTES;
 
 const json = (seen: Map<string, SeenResult>, label: string): Record<string, unknown> => {
   const r = seen.get(label);

@@ -19,7 +19,7 @@ import { VERSION } from "../../shared/version.ts";
 import type { McpDeps } from "./deps.ts";
 import { serverInstructions } from "./instructions.ts";
 import { readResource, RESOURCE_TEMPLATE } from "./resource.ts";
-import { describeArgumentIssue, dropNulls, jsonSchemaOf, type ToolDef, WithContent } from "./tool.ts";
+import { bulkLast, describeArgumentIssue, dropNulls, jsonSchemaOf, type ToolDef, WithContent } from "./tool.ts";
 
 export interface McpServerOptions {
   deps: McpDeps;
@@ -78,7 +78,7 @@ async function callTool(tool: ToolDef, rawArgs: Record<string, unknown> | undefi
     const parsed = v.safeParse(tool.input, args);
     if (!parsed.success) throw new ServerFsError("INVALID_ARGUMENT", describeArgumentIssue(parsed.issues[0]));
     const result = await tool.run(parsed.output, { audit, signal });
-    const structured = result instanceof WithContent ? result.structured : result;
+    const structured = bulkLast(result instanceof WithContent ? result.structured : result, tool.bulk ?? []);
     const extra = result instanceof WithContent ? result.extra : [];
     outcome = { content: [{ type: "text", text: JSON.stringify(structured) }, ...extra], structuredContent: structured };
     audit["success"] = true;

@@ -44,6 +44,12 @@ export interface ToolDef<I extends ObjectSchema = ObjectSchema> {
   output: v.GenericSchema;
   /** Code for an unexpected internal failure (docs/mcp-tools.md#results-and-errors). */
   unexpected: ErrorCode;
+  /**
+   * The result fields that can be large, sent after all the others in this order, so a host that
+   * shows only the start of a long result still shows offsets, counts, status and revisions
+   * (docs/mcp-tools.md#results-and-errors).
+   */
+  bulk?: readonly string[];
   /** Fields every `tool_call` record of this tool carries, a schema failure's included (§10). */
   auditFields?: AuditFields;
   run(args: v.InferOutput<I>, call: ToolCall): Promise<Record<string, unknown> | WithContent> | Record<string, unknown> | WithContent;
@@ -53,9 +59,13 @@ export function defineTool<I extends ObjectSchema>(def: ToolDef<I>): ToolDef {
   return def as unknown as ToolDef;
 }
 
-/** Integer parameter with a declared range; capped parameters declare the largest safe integer. */
-export const intParam = (min: number, max = Number.MAX_SAFE_INTEGER) =>
-  v.pipe(v.number(), v.integer(), v.minValue(min), v.maxValue(max));
+/** `record` with its `bulk` keys moved to the end, in that order; the other keys keep theirs. */
+export function bulkLast<T extends Record<string, unknown>>(record: T, bulk: readonly string[]): T {
+  const out: Record<string, unknown> = {};
+  for (const [k, val] of Object.entries(record)) if (!bulk.includes(k)) out[k] = val;
+  for (const k of bulk) if (k in record) out[k] = record[k];
+  return out as T;
+}
 
 export function jsonSchemaOf(schema: v.GenericSchema): Record<string, unknown> {
   const json = toJsonSchema(schema, { errorMode: "ignore" }) as Record<string, unknown>;

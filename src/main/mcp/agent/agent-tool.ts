@@ -8,6 +8,7 @@ import type { Method, ParamsInput } from "../../../shared/bridge-protocol/method
 import { ServerFsError } from "../../../shared/errors.ts";
 import { byteLength } from "../../../shared/utf8.ts";
 import type { McpDeps } from "../deps.ts";
+import { textParam } from "../params.ts";
 import { type Annotations, defineTool, type ObjectSchema, type ToolCall, type ToolDef } from "../tool.ts";
 
 /**
@@ -36,15 +37,20 @@ export const AGENT_READ = agentAnnotations(true, false, true);
 /** docs/mcp-tools.md#audit-log: every Agent `tool_call` record, whatever its outcome. */
 export const AGENT_AUDIT = { schema_version: 1 } as const;
 
-export const taskIdParam = () => v.string();
+export const taskIdParam = () => textParam("The task's id, as submit_agent_task returned it.");
 
 const CONTROL = /[\u0000-\u001f\u007f]/;
+const OPAQUE_MAX_BYTES = 256;
 
-/** correlation_id / idempotency_key (§9.3): "" is absent; else ≤ 256 UTF-8 bytes, no control characters. */
-export function opaqueParam(value: string | undefined, name: string): string | undefined {
+/** The schema of correlation_id / idempotency_key; `opaqueValue` checks what the schema cannot. */
+export const opaqueTextParam = (about: string) =>
+  v.optional(textParam(`${about} At most ${OPAQUE_MAX_BYTES} UTF-8 bytes, no control characters; "" is the same as absent.`));
+
+/** correlation_id / idempotency_key (docs/mcp-tools.md#mcp-side-checks): "" is absent; else bounded, no control characters. */
+export function opaqueValue(value: string | undefined, name: string): string | undefined {
   if (value === undefined || value === "") return undefined;
-  if (byteLength(value) > 256 || CONTROL.test(value)) {
-    throw new ServerFsError("INVALID_ARGUMENT", `${name} must be at most 256 bytes without control characters`);
+  if (byteLength(value) > OPAQUE_MAX_BYTES || CONTROL.test(value)) {
+    throw new ServerFsError("INVALID_ARGUMENT", `${name} must be at most ${OPAQUE_MAX_BYTES} bytes without control characters`);
   }
   return value;
 }
@@ -63,6 +69,7 @@ export interface ProxyToolSpec<I extends ObjectSchema, M extends Method> {
   annotations: Annotations;
   input: I;
   output: v.GenericSchema;
+  bulk?: readonly string[];
   method: M;
   params(args: v.InferOutput<I>): ParamsInput<M>;
   /** Audit fields from the arguments and the validated result. */
@@ -81,6 +88,7 @@ export function proxyTool<I extends ObjectSchema, M extends Method>(deps: AgentD
     annotations: spec.annotations,
     input: spec.input,
     output: spec.output,
+    ...(spec.bulk ? { bulk: spec.bulk } : {}),
     unexpected: "AGENT_BRIDGE_ERROR",
     auditFields: AGENT_AUDIT,
     async run(args, call) {

@@ -18,6 +18,7 @@ export function listAgentRuntimes(deps: AgentDeps): ToolDef {
     annotations: AGENT_READ,
     input: v.strictObject({}),
     output: RuntimesResult,
+    bulk: ["runtimes"],
     unexpected: "AGENT_BRIDGE_ERROR",
     auditFields: AGENT_AUDIT,
     async run(_args, call) {

@@ -83,14 +83,15 @@ export const TaskResult = v.looseObject({
   pending_request: v.nullable(PendingRequest),
 });
 
+/** Validation keeps these keys in this order: the payload, an event's bulk, last (docs/mcp-tools.md#results-and-errors). */
 const EventEnvelope = v.looseObject({
   schema_version: v.literal(1),
   event_id: int(),
   task_id: v.string(),
   correlation_id: nullableString(),
   event_type: v.string(),
-  payload: v.looseObject({}),
   created_at: v.string(),
+  payload: v.looseObject({}),
 });
 
 export const EventsResult = v.looseObject({

@@ -10,8 +10,10 @@ import { ServerFsError } from "../../../shared/errors.ts";
 import { closeQuietly, openDirPath } from "../../../shared/fs/dir-handle.ts";
 import { byteLength } from "../../../shared/utf8.ts";
 import { requireWorkspace } from "../deps.ts";
+import { FIXED_LIMITS } from "../../../shared/manifest.ts";
+import { choiceParam, pathParam, textParam, withDefault, workdirParam } from "../params.ts";
 import { defineTool, type ToolDef } from "../tool.ts";
-import { AGENT_AUDIT, type AgentDeps, agentAnnotations, expectShape, opaqueParam } from "./agent-tool.ts";
+import { AGENT_AUDIT, type AgentDeps, agentAnnotations, expectShape, opaqueTextParam, opaqueValue } from "./agent-tool.ts";
 import { SubmitResult } from "./schemas.ts";
 
 export function submitAgentTask(deps: AgentDeps): ToolDef {
@@ -23,21 +25,24 @@ export function submitAgentTask(deps: AgentDeps): ToolDef {
       "Delegate a task to a coding agent (codex, claude) in a workdir. Returns at once with status queued; follow it with read_agent_task_events and get_agent_task. correlation_id is opaque metadata; idempotency_key makes a retry return the same task.",
     annotations: agentAnnotations(false, true, false),
     input: v.strictObject({
-      runtime: v.picklist(runtimes),
-      workdir: v.string(),
-      prompt: v.string(),
-      path: v.optional(v.string(), ""),
-      profile: v.optional(v.picklist(["review", "workspace-write"]), "workspace-write"),
-      continue_from_task_id: v.optional(v.string()),
-      correlation_id: v.optional(v.string()),
-      idempotency_key: v.optional(v.string()),
+      runtime: choiceParam(runtimes, "The coding agent to run; the workdir's agent_runtimes must allow it."),
+      workdir: workdirParam(),
+      prompt: textParam(`The task for the agent, at most ${FIXED_LIMITS.max_prompt_bytes} UTF-8 bytes.`),
+      path: withDefault(pathParam("The directory the agent starts in."), ""),
+      profile: withDefault(
+        choiceParam(["review", "workspace-write"], "review only reads; workspace-write may change files. It may not outrank the workdir's agent_mode."),
+        "workspace-write",
+      ),
+      continue_from_task_id: v.optional(textParam("A finished task of the same runtime and workdir whose session this task continues.")),
+      correlation_id: opaqueTextParam("Opaque metadata echoed in results and events."),
+      idempotency_key: opaqueTextParam("A retry with the same key and the same request returns the existing task instead of a new one."),
     }),
     output: SubmitResult,
     unexpected: "AGENT_BRIDGE_ERROR",
     auditFields: AGENT_AUDIT,
     async run(args, call) {
-      const correlationId = opaqueParam(args.correlation_id, "correlation_id");
-      const idempotencyKey = opaqueParam(args.idempotency_key, "idempotency_key");
+      const correlationId = opaqueValue(args.correlation_id, "correlation_id");
+      const idempotencyKey = opaqueValue(args.idempotency_key, "idempotency_key");
       Object.assign(call.audit, {
         correlation_id: correlationId ?? null,
         runtime: args.runtime,

@@ -13,8 +13,9 @@ import { type StopFlag, throwIfStopped } from "./stop-flag.ts";
 
 export interface LineHit {
   line: number;
-  text: string;
   text_truncated: boolean;
+  /** Last: the bulk of a hit (docs/mcp-tools.md#results-and-errors). */
+  text: string;
 }
 
 const HIT_TEXT_MAX_BYTES = 2048;
@@ -24,12 +25,12 @@ const escapeRegExp = (s: string) => s.replace(/[\\^$.*+?()[\]{}|]/g, "\\$&");
 
 function hitFromBytes(line: number, bytes: Buffer): LineHit {
   const cut = safePrefixLength(bytes, HIT_TEXT_MAX_BYTES);
-  return { line, text: bytes.toString("utf8", 0, cut), text_truncated: cut < bytes.length };
+  return { line, text_truncated: cut < bytes.length, text: bytes.toString("utf8", 0, cut) };
 }
 
 function hitFromText(line: number, text: string): LineHit {
   const cut = cutUtf8(text, HIT_TEXT_MAX_BYTES);
-  return { line, text: cut.text, text_truncated: cut.truncated };
+  return { line, text_truncated: cut.truncated, text: cut.text };
 }
 
 /** Counts `\n` bytes in `buf[from, to)`. */

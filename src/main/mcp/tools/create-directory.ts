@@ -7,6 +7,7 @@ import { revisionOf } from "../../../shared/fs/stat.ts";
 import type { McpDeps } from "../deps.ts";
 import { clearForCreate, finalStat } from "../mutation/atomic-publish.ts";
 import { runMutation } from "../mutation/pipeline.ts";
+import { pathParam, workdirParam } from "../params.ts";
 import { defineTool } from "../tool.ts";
 
 /** The kernel applies the umask. */
@@ -21,7 +22,7 @@ export const createDirectory = (deps: McpDeps) =>
     description:
       "Create one new directory (read-write workdirs only). Its parent must already exist; fails if anything exists at the path.",
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-    input: v.strictObject({ workdir: v.string(), path: v.string() }),
+    input: v.strictObject({ workdir: workdirParam(), path: pathParam("The directory to create; its parent must exist and nothing may be at the path.") }),
     output: Output,
     unexpected: "MUTATION_FAILED",
     run(args, call) {

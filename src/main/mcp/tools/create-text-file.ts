@@ -5,6 +5,7 @@ import { revisionOf } from "../../../shared/fs/stat.ts";
 import type { McpDeps } from "../deps.ts";
 import { publishNew } from "../mutation/atomic-publish.ts";
 import { runMutation } from "../mutation/pipeline.ts";
+import { pathParam, textParam, workdirParam } from "../params.ts";
 import { defineTool } from "../tool.ts";
 
 const Output = v.strictObject({
@@ -22,7 +23,11 @@ export const createTextFile = (deps: McpDeps) =>
     description:
       "Create a new UTF-8 text file (read-write workdirs only). Fails if anything already exists at the path or its parent directory is missing; never overwrites.",
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
-    input: v.strictObject({ workdir: v.string(), path: v.string(), content: v.string() }),
+    input: v.strictObject({
+      workdir: workdirParam(),
+      path: pathParam("The new file; its parent directory must exist and nothing may be at the path."),
+      content: textParam("The file's whole text, written byte for byte as UTF-8 (no NUL; at most the workdir's max_write_bytes)."),
+    }),
     output: Output,
     unexpected: "MUTATION_FAILED",
     run(args, call) {

@@ -14,6 +14,7 @@ import type { McpDeps } from "../deps.ts";
 import { requireRevision, requireRevisionByName } from "../mutation/expected-revision.ts";
 import { runMutation } from "../mutation/pipeline.ts";
 import { isTempName, removeIfStale } from "../mutation/temp-files.ts";
+import { pathParam, revisionParam, workdirParam } from "../params.ts";
 import { defineTool } from "../tool.ts";
 
 const Output = v.strictObject({ workdir: v.string(), path: v.string(), deleted: v.literal(true), revision_deleted: v.string() });
@@ -47,7 +48,11 @@ export const deleteDirectory = (deps: McpDeps) =>
     description:
       "Delete one empty directory (read-write workdirs only). Needs its current revision from stat_file; a directory holding anything, hidden entries included, is refused.",
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
-    input: v.strictObject({ workdir: v.string(), path: v.string(), expected_revision: v.string() }),
+    input: v.strictObject({
+      workdir: workdirParam(),
+      path: pathParam("The empty directory to delete."),
+      expected_revision: revisionParam("stat_file"),
+    }),
     output: Output,
     unexpected: "MUTATION_FAILED",
     run(args, call) {

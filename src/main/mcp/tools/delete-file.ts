@@ -10,6 +10,7 @@ import type { McpDeps } from "../deps.ts";
 import { openExistingFile } from "../mutation/existing-file.ts";
 import { requireRevision, requireRevisionByName } from "../mutation/expected-revision.ts";
 import { runMutation } from "../mutation/pipeline.ts";
+import { pathParam, revisionParam, workdirParam } from "../params.ts";
 import { defineTool } from "../tool.ts";
 
 const Output = v.strictObject({
@@ -27,7 +28,11 @@ export const deleteFile = (deps: McpDeps) =>
     description:
       "Permanently delete one regular file (read-write workdirs only). Needs the file's current revision from stat_file or read_text_file; symlinks, directories and special files are refused.",
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
-    input: v.strictObject({ workdir: v.string(), path: v.string(), expected_revision: v.string() }),
+    input: v.strictObject({
+      workdir: workdirParam(),
+      path: pathParam("The regular file to delete."),
+      expected_revision: revisionParam("stat_file or read_text_file"),
+    }),
     output: Output,
     unexpected: "MUTATION_FAILED",
     run(args, call) {

@@ -12,6 +12,7 @@ import { mimeTypeFor } from "../../../shared/fs/mime.ts";
 import { revisionOf } from "../../../shared/fs/stat.ts";
 import { type McpDeps, requireWorkspace } from "../deps.ts";
 import { openExistingFile } from "../mutation/existing-file.ts";
+import { pathParam, workdirParam } from "../params.ts";
 import { defineTool, READ_ONLY, WithContent } from "../tool.ts";
 import { binaryTransferLimit, jsonBytes, transferTooLarge } from "../transfer-limit.ts";
 
@@ -53,7 +54,7 @@ export const downloadBinaryFile = (deps: McpDeps) =>
     description:
       "Return the bytes of one regular file as a base64 embedded resource, with its size, MIME type, SHA-256 and revision (workdirs with binary transfer enabled only).",
     annotations: READ_ONLY,
-    input: v.strictObject({ workdir: v.string(), path: v.string() }),
+    input: v.strictObject({ workdir: workdirParam(), path: pathParam("The regular file to download.") }),
     output: Output,
     unexpected: "READ_FAILED",
     run(args, call) {

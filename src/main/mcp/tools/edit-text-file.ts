@@ -14,12 +14,13 @@ import { publishReplacement } from "../mutation/atomic-publish.ts";
 import { runMutation } from "../mutation/pipeline.ts";
 import { openReplaceTarget } from "../mutation/replace-target.ts";
 import { applyEdits } from "../mutation/text-edits.ts";
-import { defineTool, intParam } from "../tool.ts";
+import { intParam, nonEmptyListParam, pathParam, revisionParam, textParam, withDefault, workdirParam } from "../params.ts";
+import { defineTool } from "../tool.ts";
 
 const Edit = v.strictObject({
-  old_text: v.string(),
-  new_text: v.string(),
-  expected_count: v.optional(intParam(1), 1),
+  old_text: textParam('The exact text to find (no regex); "" only on an empty file.'),
+  new_text: textParam("The text that replaces every occurrence of old_text (no NUL)."),
+  expected_count: withDefault(intParam("How many times old_text must occur, else EDIT_CONFLICT and nothing changes.", { min: 1 }), 1),
 });
 
 const Output = v.strictObject({
@@ -53,10 +54,13 @@ export const editTextFile = (deps: McpDeps) =>
       "Apply literal find-and-replace edits to a UTF-8 text file (read-write workdirs only). Each edit replaces every occurrence of old_text and must match exactly expected_count times. Needs the file's current revision from read_text_file or stat_file; all edits apply or none.",
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     input: v.strictObject({
-      workdir: v.string(),
-      path: v.string(),
-      expected_revision: v.string(),
-      edits: v.pipe(v.array(Edit), v.minLength(1)),
+      workdir: workdirParam(),
+      path: pathParam("The existing UTF-8 text file to edit."),
+      expected_revision: revisionParam("read_text_file or stat_file"),
+      edits: nonEmptyListParam(
+        Edit,
+        `Literal replacements applied in order, each to the text the previous one left; all apply or none. At most max_edits_per_call (${deps.config.limits.max_edits_per_call}), else TOO_MANY_EDITS.`,
+      ),
     }),
     output: Output,
     unexpected: "MUTATION_FAILED",

@@ -6,7 +6,8 @@
 import * as v from "valibot";
 import { type McpDeps, readTarget } from "../deps.ts";
 import { treeTarget } from "../fs/tree-job.ts";
-import { defineTool, intParam, READ_ONLY } from "../tool.ts";
+import { intParam, nonEmptyTextParam, pathParam, withDefault, workdirParam } from "../params.ts";
+import { defineTool, READ_ONLY } from "../tool.ts";
 
 const Output = v.strictObject({
   matches: v.array(v.strictObject({ path: v.string() })),
@@ -23,12 +24,19 @@ export const findFiles = (deps: McpDeps) => {
       "Find regular files below a directory whose name (basename, case-sensitive) matches a glob such as *compose*.yml (* any run, ? one character, [a-z] classes). Symlinks are never entered.",
     annotations: READ_ONLY,
     input: v.strictObject({
-      workdir: v.string(),
-      pattern: v.pipe(v.string(), v.minLength(1)),
-      path: v.optional(v.string(), ""),
-      limit: v.optional(intParam(1), Math.min(default_search_results, max_search_results)),
+      workdir: workdirParam(),
+      pattern: nonEmptyTextParam("A glob matched against each file's whole basename, case-sensitive: * any run, ? one character, [a-z] a class."),
+      path: withDefault(pathParam("The directory to search below."), ""),
+      limit: withDefault(
+        intParam(`The most matches to return; the walk also stops after max_walk_entries (${max_walk_entries}) entries.`, {
+          min: 1,
+          cap: `max_search_results (${max_search_results})`,
+        }),
+        Math.min(default_search_results, max_search_results),
+      ),
     }),
     output: Output,
+    bulk: ["matches"],
     unexpected: "READ_FAILED",
     async run(args, call) {
       const target = treeTarget(readTarget(deps, call.audit, args.workdir, args.path));

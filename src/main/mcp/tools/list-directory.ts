@@ -10,7 +10,8 @@ import { withDir } from "../../../shared/fs/dir-handle.ts";
 import { type McpDeps, readTarget } from "../deps.ts";
 import { type ListPage, listPage } from "../fs/list-job.ts";
 import { treeTarget } from "../fs/tree-job.ts";
-import { defineTool, intParam, READ_ONLY } from "../tool.ts";
+import { intParam, pathParam, withDefault, workdirParam } from "../params.ts";
+import { defineTool, READ_ONLY } from "../tool.ts";
 
 /**
  * A directory's `st_size` grows with its entries (ext4: about 24 bytes each, tmpfs: 20); up to this
@@ -45,12 +46,16 @@ export const listDirectory = (deps: McpDeps) => {
       "List one page of a directory's entries (name, path, type, size, modified_at), sorted by name. Hidden, reserved and denied entries are left out; symlinks are reported, never followed.",
     annotations: READ_ONLY,
     input: v.strictObject({
-      workdir: v.string(),
-      path: v.optional(v.string(), ""),
-      offset: v.optional(intParam(0), 0),
-      limit: v.optional(intParam(1), Math.min(default_list_limit, max_list_entries)),
+      workdir: workdirParam(),
+      path: withDefault(pathParam("The directory to list."), ""),
+      offset: withDefault(intParam("How many entries to skip, for the next page: the previous offset plus returned.", { min: 0 }), 0),
+      limit: withDefault(
+        intParam("The most entries to return.", { min: 1, cap: `max_list_entries (${max_list_entries})` }),
+        Math.min(default_list_limit, max_list_entries),
+      ),
     }),
     output: Output,
+    bulk: ["entries"],
     unexpected: "READ_FAILED",
     async run(args, call) {
       const t = readTarget(deps, call.audit, args.workdir, args.path);

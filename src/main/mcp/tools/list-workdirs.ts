@@ -24,6 +24,7 @@ export const listWorkdirs = (deps: McpDeps) =>
     annotations: READ_ONLY,
     input: v.strictObject({}),
     output: Output,
+    bulk: ["workdirs"],
     unexpected: "READ_FAILED",
     run(_args, call) {
       const workdirs = deps.workspaces.list.map((w) => ({

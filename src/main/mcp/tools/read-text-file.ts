@@ -4,9 +4,11 @@
  * to its start line is a heavy call (docs/reliability.md, "Hardening"); a read from line 1 is not.
  */
 import * as v from "valibot";
+import type { Workspace } from "../../../shared/workspace.ts";
 import { type McpDeps, requireWorkspace } from "../deps.ts";
 import { readTextPage } from "../fs/text-page.ts";
-import { defineTool, intParam, READ_ONLY } from "../tool.ts";
+import { intParam, pathParam, withDefault, workdirParam } from "../params.ts";
+import { defineTool, READ_ONLY } from "../tool.ts";
 
 const Output = v.strictObject({
   workdir: v.string(),
@@ -20,6 +22,13 @@ const Output = v.strictObject({
   revision: v.string(),
 });
 
+/** A per-workdir limit in words: its value, or its range when workdirs differ. */
+function acrossWorkdirs(deps: McpDeps, limit: (p: Workspace["policy"]) => number): string {
+  const values = deps.workspaces.list.map((w) => limit(w.policy));
+  const [low, high] = [Math.min(...values), Math.max(...values)];
+  return low === high ? `${low}` : `${low} to ${high}, by workdir`;
+}
+
 export const readTextFile = (deps: McpDeps) =>
   defineTool({
     name: "read_text_file",
@@ -28,12 +37,19 @@ export const readTextFile = (deps: McpDeps) =>
       "Read whole lines of a UTF-8 text file from start_line (1-based), up to max_lines and the workdir's byte budget. Returns the content, has_more / next_start_line for paging, and the revision needed by edit_text_file and delete_file.",
     annotations: READ_ONLY,
     input: v.strictObject({
-      workdir: v.string(),
-      path: v.string(),
-      start_line: v.optional(intParam(1), 1),
-      max_lines: v.optional(intParam(1), 200),
+      workdir: workdirParam(),
+      path: pathParam("The regular file to read."),
+      start_line: withDefault(intParam("The first line to return, 1-based.", { min: 1 }), 1),
+      max_lines: withDefault(
+        intParam(
+          `The most lines to return; a page also ends before the workdir's max_read_bytes (${acrossWorkdirs(deps, (p) => p.max_read_bytes)} bytes) would be exceeded.`,
+          { min: 1, cap: `the workdir's max_read_lines (${acrossWorkdirs(deps, (p) => p.max_read_lines)})` },
+        ),
+        200,
+      ),
     }),
     output: Output,
+    bulk: ["content"],
     unexpected: "READ_FAILED",
     async run(args, call) {
       const ws = requireWorkspace(deps, args.workdir);

@@ -8,9 +8,19 @@ import * as v from "valibot";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { type McpDeps, readTarget } from "../deps.ts";
 import { treeTarget } from "../fs/tree-job.ts";
-import { defineTool, intParam, READ_ONLY } from "../tool.ts";
+import {
+  flagParam,
+  intParam,
+  nonEmptyTextParam,
+  nullableTextParam,
+  ONE_LINE,
+  pathParam,
+  withDefault,
+  workdirParam,
+} from "../params.ts";
+import { defineTool, READ_ONLY } from "../tool.ts";
 
-const Hit = v.strictObject({ path: v.string(), line: v.number(), text: v.string(), text_truncated: v.boolean() });
+const Hit = v.strictObject({ path: v.string(), line: v.number(), text_truncated: v.boolean(), text: v.string() });
 
 const Output = v.strictObject({
   matches: v.array(Hit),
@@ -27,14 +37,26 @@ export const searchText = (deps: McpDeps) => {
       "Search files below a directory for a literal string (no regex; one line). Returns one hit per matching line: path, 1-based line and the line's text. Optional glob (basename, or path below the search directory when it has a /; a leading ! excludes). Binary files are skipped.",
     annotations: READ_ONLY,
     input: v.strictObject({
-      workdir: v.string(),
-      query: v.pipe(v.string(), v.minLength(1), v.regex(/^[^\n]*$/)),
-      path: v.optional(v.string(), ""),
-      glob: v.optional(v.nullable(v.string()), null),
-      case_sensitive: v.optional(v.boolean(), true),
-      limit: v.optional(intParam(1), Math.min(default_search_results, max_search_results)),
+      workdir: workdirParam(),
+      query: nonEmptyTextParam("The literal text to find (never a regex).", ONE_LINE),
+      path: withDefault(pathParam("The directory to search below."), ""),
+      glob: withDefault(
+        nullableTextParam(
+          "Only files matching this glob: without a / it matches the basename, with one the path below the search directory (** any number of segments); a leading ! excludes instead. null or \"\" searches every file.",
+        ),
+        null,
+      ),
+      case_sensitive: withDefault(flagParam("false matches regardless of case (Unicode simple case folding)."), true),
+      limit: withDefault(
+        intParam(`The most hits (matching lines) to return; the search fails with SEARCH_TIMEOUT after ${search_timeout_seconds} seconds.`, {
+          min: 1,
+          cap: `max_search_results (${max_search_results})`,
+        }),
+        Math.min(default_search_results, max_search_results),
+      ),
     }),
     output: Output,
+    bulk: ["matches"],
     unexpected: "SEARCH_FAILED",
     async run(args, call) {
       const started = performance.now();

@@ -6,6 +6,7 @@ import { osError } from "../../../shared/fs/os-errors.ts";
 import { entryType, modifiedAt, revisionOf, sizeOf } from "../../../shared/fs/stat.ts";
 import { fstatSync } from "node:fs";
 import { type McpDeps, readTarget } from "../deps.ts";
+import { pathParam, workdirParam } from "../params.ts";
 import { defineTool, READ_ONLY } from "../tool.ts";
 
 const Output = v.strictObject({
@@ -24,7 +25,7 @@ export const statFile = (deps: McpDeps) =>
     title: "Stat a file",
     description: "Type, size, modification time, MIME type and revision of one path (symlinks are reported, never followed).",
     annotations: READ_ONLY,
-    input: v.strictObject({ workdir: v.string(), path: v.string() }),
+    input: v.strictObject({ workdir: workdirParam(), path: pathParam("The file, directory or other entry to stat; a final symlink is reported, not followed.") }),
     output: Output,
     unexpected: "READ_FAILED",
     run(args, call) {

@@ -13,6 +13,7 @@ import { publishNew, publishReplacement } from "../mutation/atomic-publish.ts";
 import { type MutationScope, runMutation } from "../mutation/pipeline.ts";
 import { openReplaceTarget } from "../mutation/replace-target.ts";
 import { decodeStrictBase64 } from "../mutation/strict-base64.ts";
+import { flagParam, nullableTextParam, pathParam, textParam, withDefault, workdirParam } from "../params.ts";
 import { defineTool } from "../tool.ts";
 import { binaryTransferLimit, jsonBytes, transferTooLarge } from "../transfer-limit.ts";
 
@@ -47,11 +48,14 @@ export const uploadBinaryFile = (deps: McpDeps) =>
       "Write base64-encoded bytes to a file (read-write workdirs with binary transfer enabled only). Creates a new file by default; overwrite = true replaces an existing regular file and then needs its expected_revision.",
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     input: v.strictObject({
-      workdir: v.string(),
-      path: v.string(),
-      data_base64: v.string(),
-      overwrite: v.optional(v.boolean(), false),
-      expected_revision: v.optional(v.nullable(v.string()), null),
+      workdir: workdirParam(),
+      path: pathParam("The file to write; without overwrite its parent must exist and nothing may be at the path."),
+      data_base64: textParam('The bytes, standard base64 with padding and no whitespace ("" is an empty file).'),
+      overwrite: withDefault(flagParam("true replaces an existing regular file, which then needs expected_revision."), false),
+      expected_revision: withDefault(
+        nullableTextParam("The revision the file to replace must still have (from stat_file); given exactly when overwrite is true."),
+        null,
+      ),
     }),
     output: Output,
     unexpected: "MUTATION_FAILED",
