@@ -310,7 +310,7 @@ async function timedStart(env: BridgeEnv, live: Set<BridgeProcess>): Promise<{ b
 
 /**
  * Only after the Bridge answered a request: `runBridge` installs its signal handlers just after
- * `bridge_started`, and a SIGTERM in between ends the process without the §14 shutdown.
+ * `bridge_started`, and a SIGTERM in between ends the process without the docs/task-model.md#shutdown.
  */
 async function stopBridge(bridge: BridgeProcess, live: Set<BridgeProcess>): Promise<void> {
   const code = await bridge.stop();
@@ -472,7 +472,7 @@ async function main(): Promise<void> {
         rpc: `one persistent connection; ${RPC.warmup} warm-up requests, then ${RPC.rounds} rounds of ${RPC.sequential} sequential and ${RPC.pipelined} with ${RPC.depth} in flight, alternating with the echo server; medians of the rounds; same_cpu / split_cpus: ${RPC.pinnedRounds} more rounds each with the Bridge and the echo server pinned to CPU 0 (taskset -a) and the client on CPU 0 / CPU 1, a diagnostic`,
         echo: "Bun.listen({unix}) NDJSON echo in its own process, one write per line; same client",
         ingestion: `rounds of ${INGEST.tasks} concurrent events:${INGEST.eventsPerTask} review tasks until ${INGEST.target} events are stored; rate = provider events / (last − first batch commit timestamp)`,
-        raw_limit: `after each round, as many inserts with bun:sqlite into a fresh file: §16.2 schema, WAL, synchronous=FULL, ${INGEST.rawBatch} per BEGIN IMMEDIATE`,
+        raw_limit: `after each round, as many inserts with bun:sqlite into a fresh file: the schema, WAL, synchronous=FULL, ${INGEST.rawBatch} per BEGIN IMMEDIATE`,
         spool: `write: writeSpool (the spool worker's function) on 8 MiB, ${SPOOL.runs} runs; read-back: task.result.read max_bytes ${SPOOL.chunk} from 0 to eof on one connection, sha256 checked, ${SPOOL.runs} runs`,
         startup: `spawn → bridge_started, ${STARTUP.runs} runs each, interleaved; GC = expired − empty (10,000 tasks with 1 KiB spool files and 2 events each)`,
         rss: "VmRSS of the Bridge process (workers included, providers not); MB = 10^6 bytes",
