@@ -531,11 +531,11 @@ async function main(): Promise<void> {
 }
 
 const LONG_LINES_METHOD =
-  "per size and kind, a fresh Bridge: settled idle VmRSS (median of 5 samples after 1 s), then one fake task whose provider writes a single line of exactly that size (`big:` → agent_message, `repeat:` → final), then VmHWM once the task is terminal; aim: VmHWM <= idle + 2 × line";
+  "per size and kind, a fresh Bridge: settled idle VmRSS (median of 5 samples after 1 s), then one fake task whose provider writes a single line of exactly that size (`big:` → agent_message, `repeat:` → final; max_result: an 8 MiB result of 7 control characters and a euro sign per 10 bytes, escaped into its line), then VmHWM once the task is terminal; aim: VmHWM <= idle + 2 × line";
 
 /** One aim per measured line: its peak against idle + 2 × the line. */
 const lineAims = (lines: readonly LineMemory[]): Record<string, Aim> =>
-  Object.fromEntries(lines.map((l) => [`peak_rss_${l.line_mib}mib_${l.kind}_line_mb`, atMost(l.peak_mb, l.aim_mb)]));
+  Object.fromEntries(lines.map((l) => [`peak_rss_${l.kind === "max_result" ? "" : `${l.line_mib}mib_`}${l.kind}_line_mb`, atMost(l.peak_mb, l.aim_mb)]));
 
 /** The long-line figures alone. */
 async function longLines(): Promise<void> {

@@ -53,7 +53,7 @@ afterAll(async () => {
 });
 
 describe("long provider lines", () => {
-  test("a 60 MiB event line and a 38 MiB line holding an 8 MiB result: intact, and the Bridge's peak stays under its start peak + 3 × the line", async () => {
+  test("a 60 MiB event line and a 36 MiB line holding an 8 MiB result: intact, and the Bridge's peak stays under its start peak + 3 × the line", async () => {
     const pid = bridge.proc.pid;
     await call(env.socketPath, "task.list", {});
     const before = peakRssBytes(pid);
@@ -76,6 +76,20 @@ describe("long provider lines", () => {
 
     const peak = peakRssBytes(pid);
     expect(peak - before).toBeLessThan(3 * line);
+  }, 240_000);
+
+  test("a final text over 8 MiB that redaction brings under it is spooled whole; one far over is AGENT_RESULT_TOO_LARGE", async () => {
+    // the workdir root and a space: each becomes `<workdir> ` once redacted
+    const piece = `${env.workspace} `;
+    const count = Math.ceil((9 * MiB) / Buffer.byteLength(piece));
+    const shrunk = await finished(`repeat:${count}:${piece}`);
+    const expected = Buffer.from("<workdir> ".repeat(count), "utf8");
+    expect(expected.length).toBeLessThan(8 * MiB);
+    expect(shrunk).toMatchObject({ status: "succeeded", result: { storage: "spool", size_bytes: expected.length, sha256: sha256Hex(expected) } });
+    expect((await readResult(shrunk["task_id"] as string)).equals(expected)).toBe(true);
+
+    const far = await finished(`repeat:${40 * MiB}:x`);
+    expect(far).toMatchObject({ status: "failed", error_code: "AGENT_RESULT_TOO_LARGE" });
   }, 240_000);
 
   test("a line over the 64 MiB cap still fails its task with AGENT_PROVIDER_ERROR, and the Bridge serves on", async () => {
