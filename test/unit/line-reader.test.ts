@@ -67,7 +67,17 @@ describe("readJsonLines: long lines parse as JSON.parse would", () => {
 
   test("invalid UTF-8 anywhere in a long line throws AGENT_PROVIDER_ERROR, even where the line is also not JSON", async () => {
     const long = encode(`{"t":"${"z".repeat(100_000)}`);
-    for (const tail of [[0xff, 0x22, 0x7d], [0xc3, 0x22, 0x7d], [0x22, 0x2c, 0x22, 0xed, 0xa0, 0x80, 0x22, 0x7d], [0x01, 0xff]]) {
+    const tails = [
+      [0xff, 0x22, 0x7d],
+      [0xc3, 0x22, 0x7d],
+      [0x22, 0x2c, 0x22, 0xed, 0xa0, 0x80, 0x22, 0x7d],
+      [0x01, 0xff],
+      [0xff, 0x5c, 0x71, 0x22, 0x7d],
+      [0xff, 0x01],
+      [0xff, 0x5c],
+      [0xc3],
+    ];
+    for (const tail of tails) {
       const bytes = new Uint8Array([...long, ...tail, 0x0a]);
       await expect(readAll(bytes, [50_000, long.length])).rejects.toMatchObject({ code: "AGENT_PROVIDER_ERROR", message: "provider sent a line that is not valid UTF-8" });
     }

@@ -220,6 +220,11 @@ class LongString {
   value(): string {
     return this.pieces.join("");
   }
+
+  /** The string will not be read on (the line broke JSON or ended): what is buffered is still checked for UTF-8. */
+  abandon(): void {
+    this.flush(true);
+  }
 }
 
 /** Replaces each placeholder (as a value or a key, at any depth) by its long string. */
@@ -333,6 +338,7 @@ export class LongLine {
   /** The line is not JSON: what was kept is checked for UTF-8 and dropped. */
   private breakOff(long: LongString | null): void {
     this.broken = true;
+    long?.abandon();
     if (long?.invalid) this.invalid = true;
     const kept = this.short === null ? this.skeleton : [...this.skeleton, ...this.short];
     // streamed: the rest of the line is checked as its continuation
@@ -353,11 +359,8 @@ export class LongLine {
   }
 
   end(): unknown {
-    if (this.long !== null) {
-      // an unterminated string: a closing quote flushes a character it may have cut
-      this.long.feed(new Uint8Array([QUOTE]), 0);
-      this.breakOff(this.long);
-    }
+    // an unterminated string
+    if (this.long !== null) this.breakOff(this.long);
     if (this.broken) {
       this.validate(new Uint8Array(0), false);
       if (this.invalid) throw notUtf8();
