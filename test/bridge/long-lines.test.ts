@@ -72,7 +72,8 @@ describe("long provider lines", () => {
     const expected = Buffer.from(piece.repeat(count), "utf8");
     expect(spooled).toMatchObject({ status: "succeeded", result: { storage: "spool", size_bytes: expected.length, sha256: sha256Hex(expected), retrievable: true } });
     const back = await readResult(spooled["task_id"] as string);
-    expect(back.equals(expected)).toBe(true);
+    const differsAt = back.findIndex((b, i) => b !== expected[i]);
+    expect({ length: back.length, differsAt }).toEqual({ length: expected.length, differsAt: -1 });
 
     const peak = peakRssBytes(pid);
     expect(peak - before).toBeLessThan(3 * line);
