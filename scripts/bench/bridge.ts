@@ -13,6 +13,9 @@
  *
  * `--faults` runs only the figures of docs/reliability.md "The Bridge under faults" (submit latency
  * under a burst) and prints their JSON document.
+ *
+ * `--lines` runs only the long-line memory figures (peak RSS for 1, 16 and 60 MiB provider lines)
+ * and prints their JSON document.
  */
 import type { Socket } from "bun";
 import { mkdirSync, readdirSync, readFileSync } from "node:fs";
@@ -31,6 +34,7 @@ import {
 } from "../../test/helpers/bridge.ts";
 import { BUN, REPO_ROOT, tempDir } from "../../test/helpers/workspace.ts";
 import { type IngestRound, ingestRound } from "./lib/bridge-ingest.ts";
+import { type LineMemory, lineMemory } from "./lib/bridge-line-memory.ts";
 import { connectLines, type LineClient, type RoundTrips, roundTrips } from "./lib/bridge-line-client.ts";
 import { maxRssDuring, peakRssMb, rssMb } from "./lib/bridge-rss.ts";
 import { rawBatchedInserts, seedFinishedTasks } from "./lib/bridge-seed.ts";
@@ -43,6 +47,8 @@ const RPC = { rounds: 9, pinnedRounds: 5, warmup: 1_000, sequential: 2_000, pipe
 const INGEST = { tasks: 4, eventsPerTask: 9_990, target: 100_000, rawBatch: 64 };
 const SPOOL = { runs: 5, bytes: 8 * 1024 * 1024, chunk: 65_536, piece: "serverfs result\n" };
 const STARTUP = { runs: 5, retained: 100_000, expired: 10_000, expiredSpoolText: "x".repeat(1024) };
+/** Provider line sizes in MiB: small, large, and just under the 64 MiB line cap. */
+const LINE_SIZES_MIB = [1, 16, 60] as const;
 /** The product default; the test helper's 1 s would put a GC pass inside every measurement. */
 const LIFECYCLE = { maintenance_interval_seconds: 30 };
 
@@ -310,7 +316,7 @@ async function timedStart(env: BridgeEnv, live: Set<BridgeProcess>): Promise<{ b
 
 /**
  * Only after the Bridge answered a request: `runBridge` installs its signal handlers just after
- * `bridge_started`, and a SIGTERM in between ends the process without the §14 shutdown.
+ * `bridge_started`, and a SIGTERM in between ends the process without the docs/task-model.md#shutdown.
  */
 async function stopBridge(bridge: BridgeProcess, live: Set<BridgeProcess>): Promise<void> {
   const code = await bridge.stop();
@@ -454,6 +460,7 @@ async function main(): Promise<void> {
     await stopBridge(bridge, live);
 
     const started = await startup(live, envs);
+    const lines = await lineMemory(LINE_SIZES_MIB, live, envs, log);
 
     const report = {
       benchmark: "serverfs bridge",
@@ -472,15 +479,17 @@ async function main(): Promise<void> {
         rpc: `one persistent connection; ${RPC.warmup} warm-up requests, then ${RPC.rounds} rounds of ${RPC.sequential} sequential and ${RPC.pipelined} with ${RPC.depth} in flight, alternating with the echo server; medians of the rounds; same_cpu / split_cpus: ${RPC.pinnedRounds} more rounds each with the Bridge and the echo server pinned to CPU 0 (taskset -a) and the client on CPU 0 / CPU 1, a diagnostic`,
         echo: "Bun.listen({unix}) NDJSON echo in its own process, one write per line; same client",
         ingestion: `rounds of ${INGEST.tasks} concurrent events:${INGEST.eventsPerTask} review tasks until ${INGEST.target} events are stored; rate = provider events / (last − first batch commit timestamp)`,
-        raw_limit: `after each round, as many inserts with bun:sqlite into a fresh file: §16.2 schema, WAL, synchronous=FULL, ${INGEST.rawBatch} per BEGIN IMMEDIATE`,
+        raw_limit: `after each round, as many inserts with bun:sqlite into a fresh file: the schema, WAL, synchronous=FULL, ${INGEST.rawBatch} per BEGIN IMMEDIATE`,
         spool: `write: writeSpool (the spool worker's function) on 8 MiB, ${SPOOL.runs} runs; read-back: task.result.read max_bytes ${SPOOL.chunk} from 0 to eof on one connection, sha256 checked, ${SPOOL.runs} runs`,
         startup: `spawn → bridge_started, ${STARTUP.runs} runs each, interleaved; GC = expired − empty (10,000 tasks with 1 KiB spool files and 2 events each)`,
         rss: "VmRSS of the Bridge process (workers included, providers not); MB = 10^6 bytes",
+        long_lines: LONG_LINES_METHOD,
       },
       rpc,
       ingestion: ingest,
       spool: spooled,
       startup: started,
+      long_lines: lines,
       rss: { idle_mb: idleMb, four_running_tasks_mb: fourTasksMb, ingestion_max_mb: ingest.rss_max_mb, idle_after_run_mb: idleAfterMb, peak_hwm_mb: peakMb },
       ratios: {
         task_get_p50_vs_echo: ratio(rpc.task_get.sequential.p50_ms, rpc.echo.sequential.p50_ms),
@@ -503,6 +512,7 @@ async function main(): Promise<void> {
         gc_10k_expired_ms: atMost(started.gc_10k_expired_ms, 2_000),
         rss_idle_mb: atMost(idleMb, 80),
         rss_four_running_tasks_mb: atMost(fourTasksMb, 160),
+        ...lineAims(lines),
       },
       /** The two RPC aims again, each in the placement that isolates what it is about. */
       diagnostic_aims: {
@@ -517,6 +527,37 @@ async function main(): Promise<void> {
   } finally {
     clearTimeout(watchdog);
     await cleanUp();
+  }
+}
+
+const LONG_LINES_METHOD =
+  "per size and kind, a fresh Bridge: settled idle VmRSS (median of 5 samples after 1 s), then one fake task whose provider writes a single line of exactly that size (`big:` → agent_message, `repeat:` → final; max_result: an 8 MiB result of 7 control characters and a euro sign per 10 bytes, escaped into its line), then VmHWM once the task is terminal; aim: VmHWM <= idle + 2 × line";
+
+/** One aim per measured line: its peak against idle + 2 × the line. */
+const lineAims = (lines: readonly LineMemory[]): Record<string, Aim> =>
+  Object.fromEntries(lines.map((l) => [`peak_rss_${l.kind === "max_result" ? "" : `${l.line_mib}mib_`}${l.kind}_line_mb`, atMost(l.peak_mb, l.aim_mb)]));
+
+/** The long-line figures alone. */
+async function longLines(): Promise<void> {
+  const began = performance.now();
+  const loadBefore = loadAverage();
+  const live = new Set<BridgeProcess>();
+  const envs = new Set<BridgeEnv>();
+  try {
+    const lines = await lineMemory(LINE_SIZES_MIB, live, envs, log);
+    const report = {
+      benchmark: "serverfs bridge: long provider lines",
+      date: new Date().toISOString(),
+      environment: { cpus: navigator.hardwareConcurrency, bun: Bun.version, load_average_before: loadBefore, load_average_after: loadAverage() },
+      method: { long_lines: LONG_LINES_METHOD, rss: "MB = 10^6 bytes; line sizes in MiB" },
+      long_lines: lines,
+      aims: lineAims(lines),
+      total_seconds: Math.round((performance.now() - began) / 100) / 10,
+    };
+    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  } finally {
+    await Promise.all([...live].map((b) => b.stop().catch(() => undefined)));
+    for (const env of envs) env.dir.remove();
   }
 }
 
@@ -561,4 +602,5 @@ async function faults(): Promise<void> {
 
 if (process.argv[2] === "--echo-server") serveEcho(process.argv[3]!);
 else if (process.argv[2] === "--faults") await faults();
+else if (process.argv[2] === "--lines") await longLines();
 else await main();

@@ -3,10 +3,10 @@
  * once with the task row and hashed so a reader can verify it later.
  *
  * Offers:
- * - `FIXED_LIMITS`: the non-configurable limits of §15.1 that the manifest records (the store and the
+ * - `FIXED_LIMITS`: the non-configurable limits of docs/task-model.md#limits that the manifest records (the store and the
  *   spool enforce the same values).
  * - `policySha256(workdir)`: `sha256(canonical({agent_mode, agent_runtimes (sorted), alias, read_only, slot}))`.
- * - `buildManifest(input)`: the §9.1 object, its canonical JSON (`manifest_json`) and `manifest_sha256`.
+ * - `buildManifest(input)`: the docs/task-model.md#the-execution-manifest object, its canonical JSON (`manifest_json`) and `manifest_sha256`.
  *
  * Pure functions: usable from any thread. No host path, prompt or native id enters a manifest; the
  * input types simply have no place for them.

@@ -12,7 +12,7 @@
  *
  * "Gone" always also requires that no live process of our uid carries `SERVERFS_PROVIDER_MARK=<mark>`,
  * because shells and sandboxes may move descendants out of the group. With no recorded group but a
- * mark (§12.2 row T6), the mark scan alone decides.
+ * mark (row T6), the mark scan alone decides.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 
@@ -145,7 +145,7 @@ function survey(pgid: number | null, startTime: number | null, mark: string | nu
   return out;
 }
 
-/** §11.5 group check for a recorded `(pgid, startTime)` and marker. */
+/** docs/task-model.md#process-group-proof group check for a recorded `(pgid, startTime)` and marker. */
 export function checkProcessGroup(pgid: number | null, startTime: number | null, mark: string | null): GroupVerdict {
   if (!procAvailable()) return "cannot_check";
   const recorded = pgid !== null && startTime !== null;

@@ -3,8 +3,8 @@
  * `Date.prototype.toISOString()` gives), so SQL may compare them as strings. Offers:
  * - `nowIso()`;
  * - `addSecondsIso(iso, s)` for `deadline_at` and `expires_at`;
- * - `hoursBeforeIso(iso, h)` for the retention GC cutoff (§8.3);
- * - `earlierIso(a, b)` for `expires_at = min(now + interaction timeout, deadline_at)` (§6.1);
+ * - `hoursBeforeIso(iso, h)` for the retention GC cutoff (docs/task-model.md#retention);
+ * - `earlierIso(a, b)` for `expires_at = min(now + interaction timeout, deadline_at)` (docs/task-model.md#human-in-the-loop-requests);
  * - `isReached(iso, now?)` for "now ≥ deadline_at / expires_at";
  * - `isIsoTimestamp(v)` to tell the fixed form from the other ISO forms migrated v0.6 rows may hold.
  *

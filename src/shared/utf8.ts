@@ -30,16 +30,23 @@ export function safePrefixLength(bytes: Uint8Array, max: number): number {
   return end;
 }
 
-/** The longest UTF-8-safe prefix of `text` of at most `max` bytes. */
+/**
+ * The longest UTF-8-safe prefix of `text` of at most `max` bytes. Only the first `max + 1` code
+ * units are encoded (each is at least one byte), so cutting a huge text costs the cut, not the text.
+ */
 export function cutUtf8(text: string, max: number): { text: string; truncated: boolean } {
-  const bytes = Buffer.from(text, "utf8");
-  if (bytes.length <= max) return { text, truncated: false };
+  // a code unit is at most 3 bytes (a pair is 4 for 2), so a text this short always fits
+  if (text.length * 3 <= max) return { text, truncated: false };
+  const head = text.length > max + 1 ? text.slice(0, max + 1) : text;
+  const bytes = Buffer.from(head, "utf8");
+  if (head === text && bytes.length <= max) return { text, truncated: false };
   return { text: bytes.subarray(0, safePrefixLength(bytes, max)).toString("utf8"), truncated: true };
 }
 
 /** The longest UTF-8-safe suffix of `text` of at most `max` bytes (the end of an output is what tells). */
 export function tailUtf8(text: string, max: number): { text: string; truncated: boolean } {
-  const bytes = Buffer.from(text, "utf8");
+  // as in cutUtf8: only the last `max + 1` code units can end up in the tail
+  const bytes = Buffer.from(text.length > max + 1 ? text.slice(-(max + 1)) : text, "utf8");
   if (bytes.length <= max) return { text, truncated: false };
   let start = bytes.length - max;
   // skip continuation bytes of the character cut at the front

@@ -28,15 +28,16 @@ import {
   parseLine,
   type RunRequest,
 } from "./providers/fake-wire.ts";
-import { readLines } from "./providers/line-reader.ts";
+import { type JsonLine, readJsonLines } from "./providers/line-reader.ts";
 
 type Decision = Extract<AdapterLine, { type: "approval_response" }>["decision"];
 type Answers = Extract<AdapterLine, { type: "question_response" }>["answers"];
 
-/** How a script ends; `repeat` is streamed so that 8 MiB and beyond never sit in one string. */
+/** How a script ends; `repeat` and `big` are streamed so that 8 MiB and beyond never sit in one string. */
 type Ending =
   | { kind: "final"; text: string }
   | { kind: "repeat"; count: number; piece: string }
+  | { kind: "big"; count: number; piece: string }
   | { kind: "failed"; message: string }
   | { kind: "cancelled" };
 
@@ -63,7 +64,7 @@ class Inbox {
   });
   isInterrupted = false;
 
-  async pump(lines: AsyncGenerator<string>): Promise<void> {
+  async pump(lines: AsyncGenerator<JsonLine>): Promise<void> {
     for await (const raw of lines) {
       const line = parseLine(AdapterLineSchema, raw);
       if (line === null) continue;
@@ -109,6 +110,13 @@ const FORMS: Form[] = [
     (m) => {
       const n = count(m[1]!);
       return n === null ? null : async () => ({ kind: "repeat", count: n, piece: m[2]! });
+    },
+  ],
+  [
+    /^big:(\d+):([\s\S]*)$/,
+    (m) => {
+      const n = count(m[1]!);
+      return n === null ? null : async () => ({ kind: "big", count: n, piece: m[2]! });
     },
   ],
   [
@@ -226,10 +234,10 @@ function writeUnderCwd(req: RunRequest, rel: string, text: string): Ending {
 
 const REPEAT_CHUNK_BYTES = 1 << 20;
 
-/** `{"type":"final","text":"<prefix><piece × count>"}` written in ~1 MiB pieces. */
-async function streamRepeat(prefix: string, count: number, piece: string): Promise<void> {
+/** `{"type":TYPE,"text":"<prefix><piece × count>"}` and its newline, written in ~1 MiB pieces. */
+async function streamRepeat(type: "final" | "agent_message", prefix: string, count: number, piece: string): Promise<void> {
   const escaped = JSON.stringify(piece).slice(1, -1);
-  await write(`{"type":"final","text":${JSON.stringify(prefix).slice(0, -1)}`);
+  await write(`{"type":${JSON.stringify(type)},"text":${JSON.stringify(prefix).slice(0, -1)}`);
   if (escaped.length > 0) {
     const perChunk = Math.max(1, Math.floor(REPEAT_CHUNK_BYTES / escaped.length));
     const chunk = escaped.repeat(Math.min(perChunk, count));
@@ -246,7 +254,11 @@ async function report(ending: Ending, continued: boolean): Promise<void> {
     case "final":
       return send({ type: "final", text: prefix + ending.text });
     case "repeat":
-      return streamRepeat(prefix, ending.count, ending.piece);
+      return streamRepeat("final", prefix, ending.count, ending.piece);
+    case "big":
+      // one huge event line, then a short result that says how big it was
+      await streamRepeat("agent_message", "", ending.count, ending.piece);
+      return send({ type: "final", text: `${prefix}big=${ending.count * Buffer.byteLength(ending.piece, "utf8")}` });
     case "failed":
       return send({ type: "failed", code: "AGENT_PROVIDER_ERROR", message: ending.message });
     case "cancelled":
@@ -258,7 +270,7 @@ export async function runFakeProvider(): Promise<never> {
   // the adapter stopped reading: nobody is left to talk to
   process.stdout.on("error", () => process.exit(1));
   await send({ type: "ready", protocol: FAKE_WIRE_PROTOCOL });
-  const lines = readLines(Bun.stdin.stream());
+  const lines = readJsonLines(Bun.stdin.stream());
   const first = await lines.next();
   const req = first.done ? null : parseLine(AdapterLineSchema, first.value);
   if (req === null || req.type !== "run") process.exit(0);

@@ -8,11 +8,13 @@ import type { Database } from "bun:sqlite";
 import { exposeApi } from "../shared/comlink-worker.ts";
 import type { ConfigFile } from "../shared/config/schema.ts";
 import { type ErrorCode, ServerFsError } from "../shared/errors.ts";
-import { Redactor } from "../shared/redact.ts";
+import { normalizeAbsolute, Redactor, WORKDIR_MARK } from "../shared/redact.ts";
 import { isStorageFault } from "../shared/storage-fault.ts";
 import { appendEvents } from "../shared/store/events.ts";
 import { openDatabase } from "../shared/store/open.ts";
+import { MAX_SPOOLED_RESULT_BYTES } from "../shared/spool.ts";
 import { endTask, recordProvider, transition } from "../shared/store/tasks.ts";
+import { byteLength } from "../shared/utf8.ts";
 import { autoDeclinedEvent, outsideWorkdir } from "./auto-decline.ts";
 import { DEFAULT_BATCHING, EventBatcher, type PendingEvent } from "./event-batcher.ts";
 import { IdleTimer } from "./idle-timer.ts";
@@ -37,6 +39,19 @@ const store = (): Database => {
   if (!db) throw new ServerFsError("BRIDGE_PROTOCOL_ERROR", "the provider worker is not initialized");
   return db;
 };
+
+/**
+ * How much of a long provider string a run keeps (docs/runtimes.md#process-model). Only the final
+ * text needs more than an event's 32 KiB, and only up to 8 MiB once redacted; redaction turns a
+ * root into `<workdir>`, so a text can shrink by up to the longest root's length over the mark's.
+ * A text past this bound is over 8 MiB redacted too (bar path runs that normalize shorter).
+ */
+function keepBytes(roots: readonly string[]): number {
+  const longest = Math.max(0, ...roots.map((r) => normalizeAbsolute(r).length));
+  return Math.ceil(MAX_SPOOLED_RESULT_BYTES * Math.max(1, longest / WORKDIR_MARK.length));
+}
+
+const tooLarge = (): Outcome => ({ kind: "failed", code: "AGENT_RESULT_TOO_LARGE", message: "the final response is larger than 8 MiB" });
 
 /** The code a batch ends the run with: a broken event limit, or a store that cannot take the batch. */
 function commitBatch(taskId: string, events: PendingEvent[]): ErrorCode | null {
@@ -64,6 +79,7 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
   }
 
   const redactor = new Redactor(spec.roots);
+  const keep = keepBytes(spec.roots);
   const facts: NativeFacts = {};
   let cancelRequested!: () => void;
   const cancelled = new Promise<void>((resolve) => {
@@ -115,6 +131,7 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
     continueNativeSessionId: spec.continueNativeSessionId,
     mark: spec.mark,
     env: providerEnv,
+    keepBytes: keep,
     emit: (type, payload) => batcher.push({ event_type: type, payload: redactor.redactValue(payload) }),
     requestApproval: (payload) => {
       const redacted = redactor.redactValue({ ...payload });
@@ -158,7 +175,7 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
   const delivered = handle.outcome.then((outcome) => {
     // flush first: the last batch may be the one that breaks an event limit, which outranks the outcome
     batcher.flush();
-    return report(finalOutcome(outcome, brokenBy, redactor));
+    return report(finalOutcome(outcome, brokenBy, redactor, keep));
   });
   await Promise.race([delivered, cancelled]);
   idle.stop();
@@ -168,13 +185,21 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
   return { started: true, leaderExited, pgid: handle.pgid, startTime: facts.startTime ?? null };
 }
 
-/** An event-limit break outranks what the provider said; every text is redacted before it leaves. */
-function finalOutcome(outcome: Outcome, brokenBy: ErrorCode | null, redactor: Redactor): Outcome {
+/**
+ * An event-limit break outranks what the provider said; every text is redacted before it leaves. A
+ * final text over `keep` bytes may have been cut as it was read, and one over 8 MiB once redacted is
+ * too large either way: neither crosses to the main thread (docs/task-model.md#results).
+ */
+function finalOutcome(outcome: Outcome, brokenBy: ErrorCode | null, redactor: Redactor, keep: number): Outcome {
   if (brokenBy) {
     const message = brokenBy === "BRIDGE_STORAGE_ERROR" ? "the task's events could not be stored" : "the task broke an event limit";
     return { kind: "failed", code: brokenBy, message };
   }
-  if (outcome.kind === "final") return { kind: "final", text: redactor.redactText(outcome.text) };
+  if (outcome.kind === "final") {
+    if (byteLength(outcome.text) > keep) return tooLarge();
+    const text = redactor.redactText(outcome.text);
+    return byteLength(text) > MAX_SPOOLED_RESULT_BYTES ? tooLarge() : { kind: "final", text };
+  }
   if (outcome.kind === "failed") return { kind: "failed", code: outcome.code, message: redactor.redactText(outcome.message) };
   return outcome;
 }

@@ -66,7 +66,7 @@ async function withFake<T>(answer: FakeAnswer, body: (socketPath: string) => Pro
 /** The request_id of a request line, to build a response that echoes it. */
 const idOf = (line: string) => (JSON.parse(line) as { request_id: string }).request_id;
 
-describe("§9.1 wire format", () => {
+describe("wire format", () => {
   test("one fresh connection per call carrying exactly one request line, closed after the response", async () => {
     const socketPath = join(dir.path, `fake${++n}.sock`);
     const fake = await fakeBridge(socketPath, (line) => ({ bytes: `{"request_id":"${idOf(line)}","ok":true,"result":{}}\n` }));
@@ -110,7 +110,7 @@ describe("§9.1 wire format", () => {
   });
 });
 
-describe("§9.1 Bridge errors pass through", () => {
+describe("Bridge errors pass through", () => {
   test("a Bridge error becomes CODE: message verbatim", async () => {
     const e = await failure(client().call("task.get", { task_id: "missing" }));
     expect(e).toBeInstanceOf(RelayedError);
@@ -169,7 +169,7 @@ describe("§9.1 Bridge errors pass through", () => {
   });
 });
 
-describe("§9.1 client-side error mapping", () => {
+describe("client-side error mapping", () => {
   test("no socket at the path is AGENT_BRIDGE_UNAVAILABLE", async () => {
     expect((await failure(client(join(dir.path, "absent.sock")).call("runtime.list", {}))).code).toBe("AGENT_BRIDGE_UNAVAILABLE");
   });
@@ -271,7 +271,7 @@ describe("§9.1 client-side error mapping", () => {
   });
 });
 
-describe("§9.4 a wait never delays process exit", () => {
+describe("a wait never delays process exit", () => {
   test("a process with a call in flight exits as soon as its other work is done", async () => {
     await withFake(
       () => ({ bytes: null }),

@@ -1,5 +1,5 @@
 /**
- * Bridge contract, events (docs/events.md; plan §4 item 1): envelope schema version 1, correlation_id
+ * Bridge contract, events (docs/events.md): envelope schema version 1, correlation_id
  * copied into every envelope and read, the exclusive cursor, the long poll and the per-task limit,
  * all through the real Bridge process and the fake runtime.
  */
@@ -68,7 +68,7 @@ async function untilEvent(taskId: string, type: string): Promise<number> {
   }
 }
 
-describe("§4.1 envelope (schema version 1) and correlation propagation", () => {
+describe("envelope (schema version 1) and correlation propagation", () => {
   test("every envelope has exactly the seven keys, schema_version 1 and a fixed-form created_at", async () => {
     const taskId = await submitted({ prompt: "events:3" });
     await waitForTask(sock, taskId, isTerminalTask);
@@ -98,7 +98,7 @@ describe("§4.1 envelope (schema version 1) and correlation propagation", () => 
     expect(new Set(ids).size).toBe(ids.length);
   });
 
-  test("[plan §4 item 1] event envelope schema_version=1 and correlation propagation: every envelope, the events read, the task, its manifest, its guard and every result", async () => {
+  test("event envelope schema_version=1 and correlation propagation: every envelope, the events read, the task, its manifest, its guard and every result", async () => {
     const correlation = "corr-ü-\u{1F600}-42";
     const r = await submitTask(sock, { prompt: "approval:make test", profile: "workspace-write", correlation_id: correlation });
     expect(r.result!["correlation_id"]).toBe(correlation);
@@ -122,7 +122,7 @@ describe("§4.1 envelope (schema version 1) and correlation propagation", () => 
   });
 });
 
-describe("§4.4 reading: cursor, limits, long poll", () => {
+describe("reading: cursor, limits, long poll", () => {
   test("the exclusive cursor pages without repeating or skipping; next_after_event_id is the last id or the input", async () => {
     const taskId = await submitted({ prompt: "events:7" });
     await waitForTask(sock, taskId, isTerminalTask);
@@ -211,7 +211,7 @@ describe("§4.4 reading: cursor, limits, long poll", () => {
   });
 });
 
-describe("§4.2 appending and limits", () => {
+describe("appending and limits", () => {
   test("events:10001 fails with AGENT_EVENT_LIMIT_REACHED; the first 10,000 events are kept in order; the dropped service event is logged", async () => {
     const taskId = await submitted({ prompt: "events:10001" });
     const t = await waitForTask(sock, taskId, isTerminalTask, 60_000);
@@ -236,7 +236,7 @@ describe("§4.2 appending and limits", () => {
   }, 90_000);
 });
 
-describe("§4.5 redaction before storage, sizes and hashes", () => {
+describe("redaction before storage, sizes and hashes", () => {
   test("host paths in the final text become <workdir> forms; a sibling look-alike is outside", async () => {
     const ws = env.workspace;
     const taskId = await submitted({ prompt: `complete:see ${ws}/src/a.ts, ${ws} and ${ws}2/x` });

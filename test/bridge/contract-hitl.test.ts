@@ -1,6 +1,6 @@
 /**
- * Bridge contract, humans in the loop and steering (docs/task-model.md#human-in-the-loop-requests, §7): approvals and questions with
- * every check of §6.2 in order, late and stale replies, live steering, and the idempotent,
+ * Bridge contract, humans in the loop and steering (docs/task-model.md#human-in-the-loop-requests, docs/task-model.md#cancellation): approvals and questions with
+ * every check of docs/bridge-rpc.md#taskapprovalrespond-and-taskquestionanswer in order, late and stale replies, live steering, and the idempotent,
  * terminal-first cancel — through the real Bridge and the fake runtime's scripted requests.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -57,7 +57,7 @@ const ended = (taskId: string) => waitForTask(sock, taskId, isTerminalTask);
 
 const providerMark = (taskId: string): string => recordedMark(env.stateDir, taskId);
 
-describe("§6.1–§6.2 approvals", () => {
+describe("approvals", () => {
   test("an approval opens a pending request (expires at the deadline) and approve_once resumes the run", async () => {
     const { taskId, requestId, task } = await asking("approval:npm test");
     expect(task["status"]).toBe("waiting_for_approval");
@@ -161,7 +161,7 @@ describe("§6.1–§6.2 approvals", () => {
   });
 });
 
-describe("§6.2 questions", () => {
+describe("questions", () => {
   test("a question opens a pending request with its payload; a valid answer reaches the provider", async () => {
     const { taskId, requestId, task } = await asking("question:Which one?");
     expect(task["status"]).toBe("waiting_for_question");
@@ -220,7 +220,7 @@ describe("§6.2 questions", () => {
   });
 });
 
-describe("§7.1 steering", () => {
+describe("steering", () => {
   test("a message reaches a steer: run, which completes with steered=<message>; user.message records its bytes", async () => {
     const taskId = await submitted({ prompt: "steer:" });
     await waitForTask(sock, taskId, (t) => t["status"] === "running");
@@ -233,7 +233,7 @@ describe("§7.1 steering", () => {
   });
 
   test("a running task has its input: a message sent the moment it reads running is accepted", async () => {
-    // running is entered only after the handshake and the task input (§5.4 steps 3–4), so there is
+    // running is entered only after the handshake and the task input (docs/task-model.md#execution steps 3–4), so there is
     // no window in which a running provider is "not ready" for the message
     for (let i = 0; i < 20; i++) {
       const taskId = await submitted({ prompt: "steer:" });
@@ -259,7 +259,7 @@ describe("§7.1 steering", () => {
   });
 });
 
-describe("§7.2 cancel: idempotent and terminal-first", () => {
+describe("cancel: idempotent and terminal-first", () => {
   test("cancel is committed before the answer, then repeats its answer; task.cancelled is emitted once", async () => {
     const taskId = await submitted({ prompt: "wait:" });
     await waitForTask(sock, taskId, (t) => t["status"] === "running");

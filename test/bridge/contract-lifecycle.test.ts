@@ -1,5 +1,5 @@
 /**
- * Bridge contract, lifetimes (docs/task-model.md#deadlines-and-interaction-expiry, §5.3 step 13.5; plan §4 items 4 and 5): the task
+ * Bridge contract, lifetimes (docs/task-model.md#deadlines-and-interaction-expiry, docs/task-model.md#submission step 13.5): the task
  * deadline, interaction expiry and late replies, the active-task limit, and 168 h retention GC of the
  * whole task unit including its spool file. Each concern runs its own real Bridge, because the
  * lifecycle values are Bridge-wide.
@@ -63,8 +63,8 @@ async function submitted(b: Running, params: Record<string, unknown>): Promise<s
 
 const ms = (iso: unknown) => Date.parse(iso as string);
 
-describe("§8.1 task deadline (task_timeout_seconds = 2)", () => {
-  test("[plan §4 item 4] task timeout and stale HITL: a wait: run and a run waiting for approval are interrupted with AGENT_TASK_TIMED_OUT; the request goes stale", async () => {
+describe("task deadline (task_timeout_seconds = 2)", () => {
+  test("task timeout and stale HITL: a wait: run and a run waiting for approval are interrupted with AGENT_TASK_TIMED_OUT; the request goes stale", async () => {
     const waiting = await submitted(deadline, { prompt: "wait:" });
     const asking = await submitted(deadline, { prompt: "approval:make" });
     const pending = await waitForTask(deadline.sock, asking, (t) => t["status"] === "waiting_for_approval");
@@ -100,7 +100,7 @@ describe("§8.1 task deadline (task_timeout_seconds = 2)", () => {
   }, 30_000);
 });
 
-describe("§8.2 interaction expiry (interaction_timeout_seconds = 1)", () => {
+describe("interaction expiry (interaction_timeout_seconds = 1)", () => {
   test("an unanswered approval expires before the deadline: interrupted with AGENT_INTERACTION_TIMED_OUT, late reply REQUEST_STALE", async () => {
     const taskId = await submitted(expiry, { prompt: "approval:make" });
     const pending = await waitForTask(expiry.sock, taskId, (t) => t["status"] === "waiting_for_approval");
@@ -141,7 +141,7 @@ describe("§8.2 interaction expiry (interaction_timeout_seconds = 1)", () => {
   }, 30_000);
 });
 
-describe("§5.3 step 13.5 the active-task limit (max_active_tasks = 1)", () => {
+describe("submission step 13.5 the active-task limit (max_active_tasks = 1)", () => {
   test("a submit beyond max_active_tasks is AGENT_TASK_LIMIT_REACHED; it is free again once the task ends", async () => {
     const taskId = await submitted(quiet, { prompt: "wait:", idempotency_key: "k-limit" });
     const refused = await submitTask(quiet.sock, { prompt: "complete:x" });
@@ -157,7 +157,7 @@ describe("§5.3 step 13.5 the active-task limit (max_active_tasks = 1)", () => {
   });
 });
 
-describe("§8.3 retention GC", () => {
+describe("retention GC", () => {
   /** Moves a task's completed_at back by `hours`, writing the database file the Bridge has open (WAL). */
   function age(taskId: string, hours: number): void {
     const db = new Database(join(quiet.env.stateDir, "state.sqlite3"));
@@ -191,7 +191,7 @@ describe("§8.3 retention GC", () => {
 
   const spoolFile = (taskId: string) => join(quiet.env.stateDir, "results", `${taskId}.txt`);
 
-  test("[plan §4 item 5] 168 h retention GC including result-spool deletion: a submit collects the whole unit — row, events, requests and spool file", async () => {
+  test("168 h retention GC including result-spool deletion: a submit collects the whole unit — row, events, requests and spool file", async () => {
     const spooled = await finished({ prompt: "repeat:262145:a", idempotency_key: "k-gc" });
     expect(spooled["result"]).toMatchObject({ storage: "spool" });
     const asked = await submitted(quiet, { prompt: "approval:make" });

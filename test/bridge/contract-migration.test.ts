@@ -1,5 +1,5 @@
 /**
- * Bridge contract, the v0.6 migration (docs/task-model.md#the-state-database–§16.4, §12.2 row T6; plan §3): a database
+ * Bridge contract, the v0.6 migration (docs/task-model.md#the-state-database, docs/reliability.md#startup-before-the-socket-opens row T6; plan docs/bridge-rpc.md#methods): a database
  * built with the v0.6 DDL and legacy rows in a fresh state_dir is opened by the real Bridge, which
  * migrates it additively, invents no evidence, reconciles the legacy active tasks at startup, and
  * changes nothing on a second start.
@@ -99,7 +99,7 @@ function withDb<T>(fn: (db: Database) => T): T {
 const schemaOf = () =>
   withDb((db) => db.query<{ type: string; name: string; sql: string | null }, []>("SELECT type, name, sql FROM sqlite_master ORDER BY type, name").all());
 
-describe("§16.4 migration of a v0.6 database", () => {
+describe("migration of a v0.6 database", () => {
   test("a legacy task reads with null deadline, manifest and hashes, inline storage and its own timestamps", async () => {
     const t = await call(sock, "task.get", { task_id: DONE });
     expect(t).toMatchObject({
@@ -130,7 +130,7 @@ describe("§16.4 migration of a v0.6 database", () => {
     expect(withDb((db) => db.query<{ n: number }, [string]>("SELECT event_count AS n FROM tasks WHERE task_id = ?").get(DONE)!.n)).toBe(2);
   });
 
-  test("every §16.2 column, index and the manifest trigger exist; a legacy row can never be given a manifest", () => {
+  test("every schema column, index and the manifest trigger exist; a legacy row can never be given a manifest", () => {
     const columns = withDb((db) => db.query<{ name: string }, []>("PRAGMA table_info(tasks)").all().map((c) => c.name));
     for (const name of [
       "deadline_at",
@@ -161,7 +161,7 @@ describe("§16.4 migration of a v0.6 database", () => {
   });
 });
 
-describe("§12.2 startup reconciliation of legacy active tasks (row T6)", () => {
+describe("startup reconciliation of legacy active tasks (row T6)", () => {
   test("a legacy running task without process evidence was interrupted, never re-run: UNKNOWN, provider_active null", async () => {
     const t = await call(sock, "task.get", { task_id: RUNNING });
     expect(t).toMatchObject({ status: "interrupted", error_code: "BRIDGE_RESTARTED", created_at: runningSince, started_at: runningSince });
@@ -186,7 +186,7 @@ describe("§12.2 startup reconciliation of legacy active tasks (row T6)", () => 
   });
 });
 
-describe("§7.3 continuing legacy tasks", () => {
+describe("continuing legacy tasks", () => {
   test("a legacy session continues; no session is AGENT_SESSION_NOT_RESUMABLE; a foreign session fails the run", async () => {
     const ok = await submitTask(sock, { prompt: "complete:again", continue_from_task_id: DONE });
     expect(await waitForTask(sock, ok.result!["task_id"] as string, isTerminalTask)).toMatchObject({
@@ -203,7 +203,7 @@ describe("§7.3 continuing legacy tasks", () => {
   });
 });
 
-describe("§16.1 files and connections", () => {
+describe("files and connections", () => {
   test("the database files are private regular files", () => {
     for (const name of ["state.sqlite3", "state.sqlite3-wal", "state.sqlite3-shm"]) {
       const st = lstatSync(join(env.stateDir, name));
@@ -227,7 +227,7 @@ describe("§16.1 files and connections", () => {
   });
 });
 
-describe("§16.4 idempotence", () => {
+describe("idempotence", () => {
   test("a second start migrates nothing: the schema and the legacy rows are unchanged", async () => {
     const rows = () => withDb((db) => db.query("SELECT * FROM tasks ORDER BY task_id").all());
     const schemaBefore = schemaOf();

@@ -1,5 +1,5 @@
 /**
- * Bridge contract, protocol (docs/bridge-rpc.md#socket-and-framing–§3) against the real `serverfs bridge` process over its
+ * Bridge contract, protocol (docs/bridge-rpc.md#socket-and-framing to docs/bridge-rpc.md#methods) against the real `serverfs bridge` process over its
  * real Unix socket: every malformed-envelope class, the validation order, the method table and the
  * exact result shapes.
  */
@@ -43,7 +43,7 @@ async function finished(prompt: string, params: Record<string, unknown> = {}): P
 }
 const MISSING = "agt_000000000000000000000000";
 
-describe("§2.1 framing and §2.2 envelope: every malformed class", () => {
+describe("framing and the envelope: every malformed class", () => {
   const cases: [string, string, string, string | null][] = [
     ["text that is not JSON", "{oops", "INVALID_REQUEST", null],
     ["a JSON array", "[1,2]", "INVALID_REQUEST", null],
@@ -144,7 +144,7 @@ describe("§2.1 framing and §2.2 envelope: every malformed class", () => {
   });
 });
 
-describe("§2.4 parameter rules", () => {
+describe("parameter rules", () => {
   test('"string|null" params accept null as absent; other optionals may be omitted', async () => {
     const r = await submitTask(sock, { prompt: "complete:x", continue_from_task_id: null, correlation_id: null, idempotency_key: null });
     expect(r.ok).toBe(true);
@@ -167,7 +167,7 @@ describe("§2.4 parameter rules", () => {
   });
 });
 
-describe("§3 methods", () => {
+describe("methods", () => {
   test("runtime.list lists the enabled fake runtime with every capability", async () => {
     expect(await call(sock, "runtime.list")).toEqual({
       runtimes: [
@@ -193,7 +193,7 @@ describe("§3 methods", () => {
     await waitForTask(sock, r.result!["task_id"] as string, isTerminalTask);
   });
 
-  test("task.get returns exactly the §3.1 task object and never a native id, process field or prompt", async () => {
+  test("task.get returns exactly the task object and never a native id, process field or prompt", async () => {
     const taskId = await finished("complete:shape");
     const t = await call(sock, "task.get", { task_id: taskId });
     expect(Object.keys(t).sort()).toEqual(

@@ -1,5 +1,5 @@
 /**
- * Bridge contract, results (docs/task-model.md#execution step 6, §10; plan §4 items 8, 9 and 10): the inline /
+ * Bridge contract, results (docs/task-model.md#execution step 6, docs/task-model.md#results, 9 and 10): the inline /
  * spool / too-large thresholds at their exact byte boundaries, the preview, the private spool file,
  * exact multi-chunk UTF-8 reconstruction with SHA-256, every refusal of `task.result.read`, and the
  * result reader's protocol and MCP schemas. Sizes are built with the fake runtime's `repeat:N:TEXT`.
@@ -90,7 +90,7 @@ async function readBack(taskId: string, maxBytes: number): Promise<{ bytes: Buff
   }
 }
 
-describe("§5.4 step 6 and §10.1 thresholds [plan §4 item 8]", () => {
+describe("execution step 6 and the result thresholds", () => {
   test("exactly 256 KiB is inline: the full text, its size and SHA-256, not retrievable", async () => {
     const t = await repeated(256 * KiB, "a");
     const text = "a".repeat(256 * KiB);
@@ -162,7 +162,7 @@ describe("§5.4 step 6 and §10.1 thresholds [plan §4 item 8]", () => {
   }, 60_000);
 });
 
-describe("§10.3 reading a spooled result", () => {
+describe("reading a spooled result", () => {
   /** 87,382 × "€": the smallest spooled text of 3-byte characters (262,146 bytes). */
   let euros: Task;
   const EURO_BYTES = 87_382 * 3;
@@ -176,7 +176,7 @@ describe("§10.3 reading a spooled result", () => {
     expect(euros["final_response"]).toBe("€".repeat(21_845));
   });
 
-  test("[plan §4 item 9] exact multi-chunk UTF-8 reconstruction and SHA-256: 65,535- and 7-byte chunks over 3-byte characters", async () => {
+  test("exact multi-chunk UTF-8 reconstruction and SHA-256: 65,535- and 7-byte chunks over 3-byte characters", async () => {
     const expected = Buffer.from("€".repeat(87_382), "utf8");
     const sha = (euros["result"] as Task)["sha256"] as string;
     expect(sha256Hex(expected)).toBe(sha);
@@ -238,7 +238,7 @@ describe("§10.3 reading a spooled result", () => {
     await call(sock, "task.cancel", { task_id: running });
   });
 
-  test("[plan §4 item 10] protocol schema of the result reader: the params key set and JSON types are INVALID_REQUEST", async () => {
+  test("protocol schema of the result reader: the params key set and JSON types are INVALID_REQUEST", async () => {
     const id = euros["task_id"];
     const bad: Record<string, unknown>[] = [
       {},
@@ -254,7 +254,7 @@ describe("§10.3 reading a spooled result", () => {
     }
   });
 
-  test("[plan §4 item 10] MCP schema of the result reader: read_agent_task_result declares its schema, refuses out-of-range values and relays the same chunks", async () => {
+  test("MCP schema of the result reader: read_agent_task_result declares its schema, refuses out-of-range values and relays the same chunks", async () => {
     const { tools } = await mcp.client.listTools();
     const tool = tools.find((t) => t.name === "read_agent_task_result");
     expect(tool?.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false, idempotentHint: true });
@@ -275,7 +275,7 @@ describe("§10.3 reading a spooled result", () => {
   });
 });
 
-describe("§10.2–§10.3 the spool file and its directory", () => {
+describe("the spool write to result reads the spool file and its directory", () => {
   test("a missing spool file is AGENT_RESULT_NOT_RETRIEVABLE; one not private or of the wrong size is AGENT_RESULT_STORAGE_ERROR", async () => {
     const [gone, open, cut] = [await repeated(256 * KiB + 1, "g"), await repeated(256 * KiB + 1, "o"), await repeated(256 * KiB + 1, "c")];
     rmSync(spoolFile(gone["task_id"]));

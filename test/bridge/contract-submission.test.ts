@@ -1,5 +1,5 @@
 /**
- * Bridge contract, submission (docs/bridge-rpc.md#tasksubmit, §7.3, §9; plan §4 items 2 and 3): which error wins,
+ * Bridge contract, submission (docs/bridge-rpc.md#tasksubmit, docs/task-model.md#continuation, docs/task-model.md#the-execution-manifest): which error wins,
  * profile rules, the start directory's path policy, idempotent replay, correlation_id validation and
  * opacity, the immutable manifest, continuation, and a crashing provider — all through the real
  * Bridge process, its socket and the fake runtime's real child processes.
@@ -74,7 +74,7 @@ async function slotFree(): Promise<void> {
 
 const submitCode = async (params: Record<string, unknown>) => codeOf(await submitTask(sock, params));
 
-describe("§5.3 submission order: the first failing step is the answer", () => {
+describe("submission order: the first failing step is the answer", () => {
   test("an empty prompt wins over an unknown runtime (step 4 before step 7)", async () => {
     expect(await submitCode({ runtime: "nope", prompt: "" })).toBe("INVALID_REQUEST");
   });
@@ -155,11 +155,11 @@ describe("§5.3 submission order: the first failing step is the answer", () => {
   });
 });
 
-describe("§5.3 step 2: correlation_id validation and opacity", () => {
+describe("submission step 2: correlation_id validation and opacity", () => {
   const e257 = `${"é".repeat(128)}a`;
   const e256 = "é".repeat(128);
 
-  test("[plan §4 item 2] correlation validation: over 256 UTF-8 bytes or a control character is INVALID_REQUEST; exactly 256 bytes is accepted verbatim", async () => {
+  test("correlation validation: over 256 UTF-8 bytes or a control character is INVALID_REQUEST; exactly 256 bytes is accepted verbatim", async () => {
     expect(Buffer.byteLength(e257)).toBe(257);
     expect(await submitCode({ prompt: "complete:x", correlation_id: e257 })).toBe("INVALID_REQUEST");
     for (const c of ["a\u0000b", "tab\there", "nl\n", "\u001f", "del\u007f"]) {
@@ -186,7 +186,7 @@ describe("§5.3 step 2: correlation_id validation and opacity", () => {
     expect(page.events.every((e) => e.correlation_id === null)).toBe(true);
   });
 
-  test("[plan §4 item 2] correlation opacity: never parsed, never unique, never an id, stored exactly as sent", async () => {
+  test("correlation opacity: never parsed, never unique, never an id, stored exactly as sent", async () => {
     const lookalike = '{"task_id":"agt_000000000000000000000000","route":"../x"}';
     const a = await finished({ prompt: "complete:a", correlation_id: lookalike });
     const b = await finished({ prompt: "complete:b", correlation_id: lookalike });
@@ -214,7 +214,7 @@ describe("§5.3 step 2: correlation_id validation and opacity", () => {
   });
 });
 
-describe("§5.3 step 6: idempotency", () => {
+describe("submission step 6: idempotency", () => {
   test("the same key and request replay the same task with its current status, without a new task", async () => {
     const first = await submitTask(sock, { prompt: "complete:idem", idempotency_key: "k-replay" });
     expect(first.result).toMatchObject({ status: "queued", idempotency_key: "k-replay" });
@@ -262,8 +262,8 @@ describe("§5.3 step 6: idempotency", () => {
   });
 });
 
-describe("§9 execution manifest", () => {
-  test("[plan §4 item 3] immutable manifest creation and exact SHA-256 verification: the §9.1 fields, canonical JSON hashing to manifest_sha256", async () => {
+describe("execution manifest", () => {
+  test("immutable manifest creation and exact SHA-256 verification: the manifest fields, canonical JSON hashing to manifest_sha256", async () => {
     const t = await finished({ prompt: "complete:m", path: "src", correlation_id: "m-1", idempotency_key: "k-manifest" });
     const manifest = t["manifest"] as Record<string, unknown>;
     expect(sha256Hex(canonicalJson(manifest))).toBe(t["manifest_sha256"] as string);
@@ -302,7 +302,7 @@ describe("§9 execution manifest", () => {
     expect(JSON.stringify(manifest)).not.toContain(env.dir.path);
   });
 
-  test("[plan §4 item 3] the store refuses a direct UPDATE of manifest_json or manifest_sha256 (trigger)", async () => {
+  test("the store refuses a direct UPDATE of manifest_json or manifest_sha256 (trigger)", async () => {
     const t = await finished({ prompt: "complete:immutable" });
     const db = new Database(join(env.stateDir, "state.sqlite3"));
     try {
@@ -321,7 +321,7 @@ describe("§9 execution manifest", () => {
   });
 });
 
-describe("§5.3 step 10 and §7.3 continuation", () => {
+describe("submission step 10 and continuation", () => {
   test("a continuation resumes the prior session and records where it came from", async () => {
     const prior = await finished({ prompt: "complete:one" });
     const next = await finished({ prompt: "complete:two", continue_from_task_id: prior["task_id"], path: "src" });
@@ -357,7 +357,7 @@ describe("§5.3 step 10 and §7.3 continuation", () => {
   });
 });
 
-describe("§5.4 step 9: a failing provider", () => {
+describe("execution step 9: a failing provider", () => {
   test("a provider dying mid-run (crash:) fails its task with AGENT_PROVIDER_ERROR and the Bridge serves the next task", async () => {
     const crashed = await finished({ prompt: "crash:", profile: "workspace-write" });
     expect(crashed).toMatchObject({ status: "failed", error_code: "AGENT_PROVIDER_ERROR", final_response: null });

@@ -164,7 +164,7 @@ const finalText = (o: Outcome): string => {
   return o.text;
 };
 
-describe("§13.1 runtime.list entry for fake", () => {
+describe("runtime.list entry for fake", () => {
   test("probe reports version 1, every capability and session-resume recovery", async () => {
     expect(await adapter.probe()).toEqual({
       name: "fake",
@@ -179,7 +179,7 @@ describe("§13.1 runtime.list entry for fake", () => {
   });
 });
 
-describe("§5.4 steps 2–3 spawn and the durable process group", () => {
+describe("execution steps 2–3 spawn and the durable process group", () => {
   test("recordNative gets the real pgid (== the leader's pid, own group) and /proc start time before anything else", async () => {
     const { r, outcome } = await outcomeOf("events:2");
     expect(finalText(outcome)).toBe("events=2");
@@ -473,7 +473,7 @@ describe("docs/runtimes.md process model: the line reader", () => {
   });
 });
 
-describe("§12 reconcile through the adapter", () => {
+describe("reconcile through the adapter", () => {
   test("a finished run's group reads gone: SESSION_RESUMABLE with a session, NOT_RECOVERABLE without", async () => {
     const { r } = await outcomeOf("complete:x");
     const evidence = { pgid: r.handle.pgid, startTime: r.natives[0]!.startTime!, mark: r.mark };

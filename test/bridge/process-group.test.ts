@@ -62,7 +62,7 @@ async function until(cond: () => boolean, ms = 5000): Promise<boolean> {
   return true;
 }
 
-describe("§5.4 step 3 spawn: own group, start time from /proc", () => {
+describe("execution step 3 spawn: own group, start time from /proc", () => {
   test("the child leads its own process group and its start time is field 22 of /proc/<pid>/stat", () => {
     const { proc } = start("sleep 30");
     expect(proc.pgid).toBe(proc.pid);
@@ -87,7 +87,7 @@ describe("§5.4 step 3 spawn: own group, start time from /proc", () => {
   });
 });
 
-describe("§11.5 group check", () => {
+describe("group check", () => {
   test("no recorded group and no mark cannot be checked", () => {
     expect(checkProcessGroup(null, null, null)).toBe("cannot_check");
     expect(checkProcessGroup(process.pid, null, null)).toBe("cannot_check");
@@ -138,7 +138,7 @@ describe("§11.5 group check", () => {
   });
 });
 
-describe("§11.5 terminate", () => {
+describe("terminate", () => {
   test("a live group with a child is terminated and proven gone", async () => {
     const { proc, mark } = start("sleep 30 & sleep 30");
     expect(await until(() => livePids((pid) => readProcStat(pid)?.pgrp === proc.pgid).length === 3)).toBe(true);

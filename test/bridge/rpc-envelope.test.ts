@@ -68,7 +68,7 @@ afterAll(async () => {
 const one = async (line: string | Uint8Array) => (await exchange(socketPath, line))[0]!;
 const code = async (line: string | Uint8Array) => (await one(line)).error?.code;
 
-describe("§2.1 framing", () => {
+describe("framing", () => {
   test("one JSON object per LF-terminated line; a \\r before the LF is tolerated", async () => {
     const [a, b] = await exchange(socketPath, `${request("task.get", { task_id: "t" })}\r`, ` ${request("task.get", { task_id: "u" }, "r2")} `);
     expect(a).toEqual({ request_id: "r1", ok: true, result: { task_id: "t", text: "naïve ✓" } });
@@ -156,7 +156,7 @@ describe("§2.1 framing", () => {
   });
 });
 
-describe("§2.2 envelope", () => {
+describe("envelope", () => {
   const valid = { protocol_version: 1, request_id: "r9", method: "task.get", params: { task_id: "t" } };
   const line = (o: Record<string, unknown>) => JSON.stringify(o);
   const without = (k: string) => Object.fromEntries(Object.entries(valid).filter(([key]) => key !== k));
@@ -215,7 +215,7 @@ describe("§2.2 envelope", () => {
     }
   });
 
-  test("checks run in the §2.2 order", async () => {
+  test("checks run in the envelope order", async () => {
     // key set before version, version before method, method before params
     expect(await code(`${line({ ...valid, protocol_version: 2, extra: 1 })}\n`)).toBe("INVALID_REQUEST");
     expect(await code(`${line({ ...valid, protocol_version: 2, method: "nope" })}\n`)).toBe("PROTOCOL_VERSION_UNSUPPORTED");
@@ -269,7 +269,7 @@ describe("§2.2 envelope", () => {
   });
 });
 
-describe("§2.4 parameter rules and the §3 key sets", () => {
+describe("parameter rules and the methods key sets", () => {
   /** A minimal valid params object per method, its required keys, and its optional ones. */
   const TABLE: Record<string, { params: Record<string, unknown>; optional: Record<string, unknown> }> = {
     "runtime.list": { params: {}, optional: {} },
@@ -292,7 +292,7 @@ describe("§2.4 parameter rules and the §3 key sets", () => {
     "recovery.clear": { params: { slot: 3, confirm: true }, optional: {} },
   };
 
-  test("the table covers every method of §3", () => {
+  test("the table covers every method of the protocol", () => {
     expect(Object.keys(TABLE).sort()).toEqual([...METHODS].sort());
   });
 

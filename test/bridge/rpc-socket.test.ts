@@ -66,7 +66,7 @@ function staleSocket(socketPath: string): void {
   expect(lstatSync(socketPath).isSocket()).toBe(true);
 }
 
-describe("§2.3 startup hygiene", () => {
+describe("startup hygiene", () => {
   test("missing ancestors are created 0700, the socket is 0600 in a 0700 directory", async () => {
     const p = freshPath("a", "b");
     const s = await start(p);
@@ -204,7 +204,7 @@ describe("§2.3 startup hygiene", () => {
   });
 });
 
-describe("§2.3 peer check", () => {
+describe("peer check", () => {
   test("the Bridge's own uid and gid, by -1 or by number, are served", async () => {
     const p = freshPath();
     const s = await start(p, { peer: { uid: process.getuid!(), gid: process.getgid!() } });
@@ -230,7 +230,7 @@ describe("§2.3 peer check", () => {
   });
 });
 
-describe("§14 step 1 shutdown", () => {
+describe("shutdown step 1", () => {
   test("close aborts in-flight long polls, answers open connections BRIDGE_CLOSED and accepts no one new", async () => {
     const p = freshPath();
     const s = await start(p);
@@ -249,7 +249,7 @@ describe("§14 step 1 shutdown", () => {
     idle.close();
   });
 
-  test("a method of §3 without a handler in this server is METHOD_NOT_FOUND", async () => {
+  test("a method of the protocol without a handler in this server is METHOD_NOT_FOUND", async () => {
     const p = freshPath();
     const s = await start(p);
     expect((await exchange(p, request("recovery.list", {})))[0]?.error?.code).toBe("METHOD_NOT_FOUND");

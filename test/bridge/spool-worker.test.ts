@@ -48,7 +48,7 @@ afterAll(() => {
   dir.remove();
 });
 
-describe("§10 result spool in the spool worker", () => {
+describe("result spool in the spool worker", () => {
   test("an 8 MiB multi-byte result is written atomically and read back exactly in chunks", async () => {
     const stateDir = dir.path;
     const taskId = newTaskId();
@@ -103,7 +103,7 @@ describe("§10 result spool in the spool worker", () => {
   }, TEST_BOUND_MS);
 });
 
-describe("§1 worker lifecycle (comlink adapter)", () => {
+describe("worker lifecycle (comlink adapter)", () => {
   const workerSource = (errorsUrl: string, adapterUrl: string) => `
     import { exposeApi } from ${JSON.stringify(adapterUrl)};
     import { ServerFsError } from ${JSON.stringify(errorsUrl)};

@@ -1,5 +1,5 @@
 /**
- * Crash and restart (docs/task-model.md#the-finally-path "Crash case", §11.3–§11.4, §12.2): a real `serverfs bridge` is
+ * Crash and restart (docs/task-model.md#the-finally-path "Crash case", docs/task-model.md#lease-files-and-the-active-slot-guard, docs/reliability.md#startup-before-the-socket-opens): a real `serverfs bridge` is
  * killed with SIGKILL during a workspace-write `spawn:` task, so no finally path runs and the
  * provider's grandchild outlives it; the next start must decide from evidence alone.
  */
@@ -41,7 +41,7 @@ const auditLines = (b: BridgeProcess) =>
     .filter((l) => l.startsWith("{"))
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 
-describe("§12.2 kill -9 during a workspace-write task, then restart (terminate_orphans = true)", () => {
+describe("kill -9 during a workspace-write task, then restart (terminate_orphans = true)", () => {
   let env: BridgeEnv;
   let writeTask: string;
   let reviewTask: string;
@@ -151,7 +151,7 @@ describe("§12.2 kill -9 during a workspace-write task, then restart (terminate_
   });
 });
 
-describe("§12.2 a crash whose task deadline passed before the restart", () => {
+describe("a crash whose task deadline passed before the restart", () => {
   test("the task is interrupted with AGENT_TASK_TIMED_OUT, its orphan terminated and its guard cleared", async () => {
     const env = bridgeEnv({ lifecycle: { task_timeout_seconds: 5 } });
     envs.push(env);

@@ -1,7 +1,7 @@
 /**
  * Guards nobody is running (docs/task-model.md#reconciliation rows G1–G3), the process-group proof against a provider
- * that ignores SIGTERM (§11.5), lazy reconciliation at write submit (§12.3) and the operator
- * override with no Bridge running (§12.5). Guards are laid out as a crashed Bridge leaves them, on
+ * that ignores SIGTERM (docs/task-model.md#process-group-proof), lazy reconciliation at write submit (docs/reliability.md#lazy-write-submit-and-periodic-maintenance) and the operator
+ * override with no Bridge running (docs/reliability.md#operator-override). Guards are laid out as a crashed Bridge leaves them, on
  * real lock directories; the maintenance sweep is held off (one-hour interval) so that only startup
  * and lazy reconciliation act.
  */
@@ -81,7 +81,7 @@ afterAll(async () => {
   setup.remove();
 });
 
-describe("§12.5 recovery list with no Bridge running (a read-only look)", () => {
+describe("recovery list with no Bridge running (a read-only look)", () => {
   test("every guard is listed, invalid ones with task_id null, with the task's status where a row exists", async () => {
     const r = await recovery("list", "--json");
     expect(r.code).toBe(0);
@@ -95,7 +95,7 @@ describe("§12.5 recovery list with no Bridge running (a read-only look)", () =>
   });
 });
 
-describe("§12.2 startup reconciliation of guards nobody runs", () => {
+describe("startup reconciliation of guards nobody runs", () => {
   let startedAt: number;
   let startupMs: number;
 
@@ -114,7 +114,7 @@ describe("§12.2 startup reconciliation of guards nobody runs", () => {
     expect(await call(env.socketPath, "task.get", { task_id: row.task_id })).toMatchObject({ status: "succeeded", error_code: null });
   });
 
-  test("§11.5 G2: a group that ignores SIGTERM is killed with SIGKILL after the grace period, its grandchild too", async () => {
+  test("G2: a group that ignores SIGTERM is killed with SIGKILL after the grace period, its grandchild too", async () => {
     expect(await orphan.proc.exited).toBe(137); // 128 + SIGKILL
     expect(orphan.proc.signalCode).toBe("SIGKILL");
     expect(isAlive(orphanChild)).toBe(false);
@@ -131,7 +131,7 @@ describe("§12.2 startup reconciliation of guards nobody runs", () => {
     expect(codeOf(await rpc(env.socketPath, "task.get", { task_id: orphanTaskId }))).toBe("AGENT_TASK_NOT_FOUND");
   });
 
-  test("§11.2 a temporary guard file older than the instance lock is a crash's leftover and is removed", () => {
+  test("a temporary guard file older than the instance lock is a crash's leftover and is removed", () => {
     expect(existsSync(leftoverTemp())).toBe(false);
   });
 
@@ -145,7 +145,7 @@ describe("§12.2 startup reconciliation of guards nobody runs", () => {
   });
 });
 
-describe("§12.3 lazy reconciliation at write submit", () => {
+describe("lazy reconciliation at write submit", () => {
   test("a guard whose provider is alive is kept, no signal is sent, and the submit fails WORKDIR_RECOVERY_REQUIRED", async () => {
     const live = startStray();
     await live.child();
@@ -175,7 +175,7 @@ describe("§12.3 lazy reconciliation at write submit", () => {
   });
 });
 
-describe("§12.5 recovery clear with no Bridge running (under the instance lock)", () => {
+describe("recovery clear with no Bridge running (under the instance lock)", () => {
   beforeAll(async () => {
     expect(await bridge.stop("SIGTERM")).toBe(0);
   });

@@ -1,5 +1,5 @@
 /**
- * Exclusion (docs/task-model.md#threads instance lock, §11.1 writer leases, §11.4): one Bridge per state
+ * Exclusion (docs/task-model.md#threads instance lock, docs/task-model.md#lease-files-and-the-active-slot-guard writer leases, docs/task-model.md#lease-files-and-the-active-slot-guard): one Bridge per state
  * directory, one write task per slot, with real processes and real lock files.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -25,7 +25,7 @@ afterAll(async () => {
   env.dir.remove();
 });
 
-describe("§1 one Bridge per state directory", () => {
+describe("one Bridge per state directory", () => {
   test("a second Bridge on the same state_dir fails with BRIDGE_ALREADY_RUNNING (exit 1) before touching anything else", async () => {
     // its own socket and lock directory, so only the state directory is shared
     const otherSocket = join(env.dir.path, "run2", "b.sock");
@@ -49,7 +49,7 @@ describe("§1 one Bridge per state directory", () => {
   });
 });
 
-describe("§11.1 one write task per slot", () => {
+describe("one write task per slot", () => {
   test("a second write task on a held slot is WORKDIR_BUSY; a review task takes no lease; after the first ends the second runs", async () => {
     const first = await submitTask(env.socketPath, { profile: "workspace-write", prompt: "sleep:1500:first" });
     expect(first.ok).toBe(true);

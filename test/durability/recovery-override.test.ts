@@ -1,7 +1,7 @@
 /**
  * When reconciliation cannot clear a guard (docs/task-model.md#reconciliation row T5, `terminate_orphans = false`):
- * the slot stays fail-closed for writes, the periodic sweep (§12.3) clears the guard once the orphan
- * is gone, and the operator override (§12.5, `serverfs recovery`) clears it explicitly.
+ * the slot stays fail-closed for writes, the periodic sweep (docs/reliability.md#lazy-write-submit-and-periodic-maintenance) clears the guard once the orphan
+ * is gone, and the operator override (docs/reliability.md#operator-override, `serverfs recovery`) clears it explicitly.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readGuard } from "../../src/shared/leases/guard-files.ts";
@@ -47,7 +47,7 @@ afterAll(async () => {
 
 const pgidOf = (slot: number) => taskRow(env.stateDir, crashed.get(slot)!)!.provider_pgid!;
 
-describe("§12.2 row T5: terminate_orphans = false", () => {
+describe("row T5: terminate_orphans = false", () => {
   test("the orphan lives on, its guard stays, and the task is interrupted BRIDGE_RESTARTED with provider_active true", async () => {
     for (const slot of [1, 2]) {
       const taskId = crashed.get(slot)!;
@@ -79,7 +79,7 @@ describe("§12.2 row T5: terminate_orphans = false", () => {
     expect(review.ok).toBe(true);
   });
 
-  test("§12.3 the periodic sweep changes nothing while the orphan is alive", async () => {
+  test("the periodic sweep changes nothing while the orphan is alive", async () => {
     const before = await allEvents(env.socketPath, crashed.get(1)!);
     await Bun.sleep(2500); // more than two maintenance intervals
     expect(await allEvents(env.socketPath, crashed.get(1)!)).toEqual(before);
@@ -87,7 +87,7 @@ describe("§12.2 row T5: terminate_orphans = false", () => {
   });
 });
 
-describe("§12.3 periodic reconciliation", () => {
+describe("periodic reconciliation", () => {
   test("once the orphan is gone, the sweep removes the guard and records task.reconciled on the terminal task", async () => {
     const taskId = crashed.get(2)!;
     const row = taskRow(env.stateDir, taskId)!;
@@ -150,7 +150,7 @@ describe("§12.3 periodic reconciliation", () => {
   });
 });
 
-describe("§12.5 serverfs recovery (a Bridge is running: over the socket)", () => {
+describe("serverfs recovery (a Bridge is running: over the socket)", () => {
   test("recovery list --json shows the guard, its task's status and the latest verdict", async () => {
     const r = await recovery("list", "--json");
     expect(r.code).toBe(0);

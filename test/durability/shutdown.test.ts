@@ -56,7 +56,7 @@ function rows(stateDir: string, ids: string[]): TaskRow[] {
   }
 }
 
-describe("§14 SIGTERM", () => {
+describe("SIGTERM", () => {
   test("with four tasks running: all interrupted BRIDGE_SHUTDOWN, no guard and no provider process left, exit 0 within the bound", async () => {
     const setup = writeEnv(4);
     setups.push(setup);

@@ -1,5 +1,5 @@
 /**
- * The nine Agent tools end to end (docs/mcp-tools.md#agent-tools, §10; docs/bridge-rpc.md): a real `serverfs bridge` with
+ * The nine Agent tools end to end (docs/mcp-tools.md#agent-tools, docs/mcp-tools.md#audit-log; docs/bridge-rpc.md): a real `serverfs bridge` with
  * the scripted fake runtime, and `serverfs mcp` over stdio driven by the SDK's Client — once more
  * over Streamable HTTP. One Bridge and one MCP server serve the whole file; the tests run in order,
  * and the last ones stop the Bridge and scan both processes' logs for what must never be there.
@@ -86,7 +86,7 @@ afterAll(async () => {
   extra?.remove();
 });
 
-describe("§9.4 list_agent_runtimes", () => {
+describe("list_agent_runtimes", () => {
   test("lists the fake runtime with its probe: version 1, every capability, session-resume", async () => {
     const r = await ok<{ runtimes: Json[] }>(mcp, "list_agent_runtimes");
     expect(r.runtimes).toEqual([
@@ -104,7 +104,7 @@ describe("§9.4 list_agent_runtimes", () => {
   });
 });
 
-describe("§9.4 submit_agent_task, get_agent_task, read_agent_task_events", () => {
+describe("submit_agent_task, get_agent_task, read_agent_task_events", () => {
   let taskId: string;
 
   test("submit answers queued at once; the task succeeds with its final response inline", async () => {
@@ -201,7 +201,7 @@ describe("§9.4 submit_agent_task, get_agent_task, read_agent_task_events", () =
   });
 });
 
-describe("§9.4 wait_ms and send_agent_message (steer)", () => {
+describe("wait_ms and send_agent_message (steer)", () => {
   let taskId: string;
   let cursor: number;
 
@@ -241,7 +241,7 @@ describe("§9.4 wait_ms and send_agent_message (steer)", () => {
   });
 });
 
-describe("§9.4 respond_agent_approval", () => {
+describe("respond_agent_approval", () => {
   async function pendingApproval(correlationId: string | null = null, prompt = `approval:${CANARY.approval}`) {
     const taskId = await review({ prompt, ...(correlationId ? { correlation_id: correlationId } : {}) });
     const task = await waitForTask(mcp, taskId, hasStatus("waiting_for_approval"));
@@ -332,7 +332,7 @@ describe("§9.4 respond_agent_approval", () => {
   });
 });
 
-describe("§9.4 answer_agent_question", () => {
+describe("answer_agent_question", () => {
   let taskId: string;
   let requestId: string;
 
@@ -413,7 +413,7 @@ describe("§9.4 answer_agent_question", () => {
   });
 });
 
-describe("§9.4 cancel_agent_task (idempotent, terminal-first)", () => {
+describe("cancel_agent_task (idempotent, terminal-first)", () => {
   test("cancelling a running task answers cancelled; repeating it answers cancelled again", async () => {
     const taskId = await review({ prompt: "wait:", correlation_id: "corr-cancel" });
     await waitForTask(mcp, taskId, hasStatus("running"));
@@ -440,7 +440,7 @@ describe("§9.4 cancel_agent_task (idempotent, terminal-first)", () => {
   });
 });
 
-describe("§9.4 continuation", () => {
+describe("continuation", () => {
   test("a continuation is a new task that resumes the prior task's session", async () => {
     const prior = await review({ prompt: "complete:first" });
     await waitForTask(mcp, prior, isTerminal);
@@ -469,7 +469,7 @@ describe("§9.4 continuation", () => {
   });
 });
 
-describe("§9.4 idempotency", () => {
+describe("idempotency", () => {
   test("the same key with the same request returns the existing task; another request under that key is a conflict", async () => {
     const args = { runtime: "fake", workdir: "repo", prompt: `complete:${CANARY.idempotent}`, profile: "review", idempotency_key: "key-e2e-1" };
     const first = await ok(mcp, "submit_agent_task", { ...args, correlation_id: "corr-idem" });
@@ -483,7 +483,7 @@ describe("§9.4 idempotency", () => {
   });
 });
 
-describe("§9.3 correlation_id and idempotency_key", () => {
+describe("correlation_id and idempotency_key", () => {
   const submitWith = (extraArgs: Json) => mcp.call("submit_agent_task", { runtime: "fake", workdir: "repo", prompt: "complete:c", profile: "review", ...extraArgs });
 
   test("a 257-byte correlation_id, a 258-byte one in two-byte characters, or a control character is INVALID_ARGUMENT", async () => {
@@ -505,7 +505,7 @@ describe("§9.3 correlation_id and idempotency_key", () => {
   });
 });
 
-describe("§9.4 read_agent_task_result (spooled results)", () => {
+describe("read_agent_task_result (spooled results)", () => {
   let taskId: string;
   let task: Json;
 
@@ -581,7 +581,7 @@ describe("§9.4 read_agent_task_result (spooled results)", () => {
   });
 });
 
-describe("§9.5 unknown tasks", () => {
+describe("unknown tasks", () => {
   const CALLS: [string, Json][] = [
     ["get_agent_task", {}],
     ["read_agent_task_events", {}],
@@ -617,7 +617,7 @@ describe("files written by the provider and by the client", () => {
   });
 });
 
-describe("§2.2 the Agent tools over Streamable HTTP", () => {
+describe("the Agent tools over Streamable HTTP", () => {
   test("a whole task over HTTP: 20 tools, submit, follow the events with wait_ms, read the result", async () => {
     const http = await startHttp(env.configPath);
     try {
@@ -638,7 +638,7 @@ describe("§2.2 the Agent tools over Streamable HTTP", () => {
   });
 });
 
-describe("§10 correlation_id and metadata-only audit records", () => {
+describe("correlation_id and metadata-only audit records", () => {
   test("every Agent tool_call record carries schema_version 1 and the task's correlation_id", async () => {
     await eventually(() => stdio.audit().some((r) => r["tool"] === "read_agent_task_result" && r["success"] === true));
     const agentTools = new Set([
@@ -692,7 +692,7 @@ describe("§10 correlation_id and metadata-only audit records", () => {
   });
 });
 
-describe("§9.6 native identifiers", () => {
+describe("native identifiers", () => {
   test("no task object carries native_session_id, native_turn_id or request_fingerprint; no event payload thread_id or turn_id", async () => {
     const keys = new Set<string>();
     let tasks = 0;
@@ -717,7 +717,7 @@ describe("§9.6 native identifiers", () => {
   });
 });
 
-describe("§9.5 Bridge limits pass through verbatim", () => {
+describe("Bridge limits pass through verbatim", () => {
   test("a prompt over 64 KiB is AGENT_PROMPT_TOO_LARGE; a steering message over 64 KiB is AGENT_MESSAGE_TOO_LARGE", async () => {
     expect(await code(mcp, "submit_agent_task", { runtime: "fake", workdir: "repo", prompt: "p".repeat(65_537), profile: "review" })).toBe(
       "AGENT_PROMPT_TOO_LARGE",
@@ -726,7 +726,7 @@ describe("§9.5 Bridge limits pass through verbatim", () => {
   });
 });
 
-describe("§9.1 an RPC the Bridge does not answer in time", () => {
+describe("an RPC the Bridge does not answer in time", () => {
   test("times out after rpc_timeout_seconds (plus wait_ms for events) as AGENT_BRIDGE_UNAVAILABLE", async () => {
     const impatient = await startStdio(
       writeConfig(
@@ -758,7 +758,7 @@ describe("§9.1 an RPC the Bridge does not answer in time", () => {
   });
 });
 
-describe("§9.3 MCP-side pre-checks, and §9.1 the Bridge down", () => {
+describe("MCP-side pre-checks, and the Bridge down", () => {
   test("with the Bridge stopped, a call that needs it is AGENT_BRIDGE_UNAVAILABLE", async () => {
     expect(await bridge.stop("SIGTERM")).toBe(0);
     bridgeLog = bridge.stderr();

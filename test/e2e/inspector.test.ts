@@ -66,7 +66,7 @@ describe("a client nobody here wrote: the MCP Inspector CLI", () => {
     expect(pkg.devDependencies[PACKAGE]).toMatch(/^\d+\.\d+\.\d+$/);
   });
 
-  test("tools/list shows the 20 tools in the order of §3, each with its annotations", async () => {
+  test("tools/list shows the 20 tools in the order of registration, each with its annotations", async () => {
     const r = await inspector(["--method", "tools/list"]);
     expect(r.code).toBe(0);
     const tools = (r.out["result"] as { tools: { name: string; annotations: Json; inputSchema: Json }[] }).tools;

@@ -1,5 +1,5 @@
 /**
- * The writer lease on both sides (docs/mcp-tools.md#writer-lease; docs/task-model.md#lease-files-and-the-active-slot-guard, §12): a real Bridge holds a
+ * The writer lease on both sides (docs/mcp-tools.md#writer-lease; docs/task-model.md#lease-files-and-the-active-slot-guard, docs/task-model.md#reconciliation): a real Bridge holds a
  * slot for a `workspace-write` task while `serverfs mcp` tries to mutate it; then the Bridge is
  * killed with SIGKILL mid-task, leaving its guard and an orphan provider group behind, and a restarted
  * Bridge reconciles them from evidence.
@@ -78,7 +78,7 @@ afterAll(async () => {
   extra?.remove();
 });
 
-describe("§8 the lease held by a workspace-write task", () => {
+describe("the lease held by a workspace-write task", () => {
   let taskId: string;
 
   test("while the task runs, every MCP mutation of its workdir is WORKDIR_BUSY; reads and other slots go on", async () => {
@@ -107,7 +107,7 @@ describe("§8 the lease held by a workspace-write task", () => {
   });
 });
 
-describe("§8 and docs/task-model.md#reconciliation: the Bridge killed mid-task", () => {
+describe("the lease and reconciliation: the Bridge killed mid-task", () => {
   let taskId: string;
   let pgid: number;
 

@@ -1,7 +1,7 @@
 /**
- * The surface a client sees before it calls anything (docs/mcp-tools.md#server-identity-and-instructions, §1.2, §1.5, §3): which
+ * The surface a client sees before it calls anything (docs/mcp-tools.md#server-identity-and-instructions, docs/mcp-tools.md#parameters, docs/mcp-tools.md#annotations, docs/mcp-tools.md#registration): which
  * tools `serverfs mcp` registers for which configuration, in which order, with which annotations and
- * input schemas, and what its instructions say. Startup never contacts the Bridge (§2.3), so these
+ * input schemas, and what its instructions say. Startup never contacts the Bridge (docs/mcp-tools.md#startup), so these
  * servers run without one.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -36,7 +36,7 @@ const AGENT = [
   "read_agent_task_result",
 ];
 
-/** §1.5, row by row: readOnly, destructive, idempotent, openWorld. */
+/** docs/mcp-tools.md#annotations, row by row: readOnly, destructive, idempotent, openWorld. */
 const HINTS: Record<string, [boolean, boolean, boolean, boolean]> = {
   list_workdirs: [true, false, true, false],
   list_directory: [true, false, true, false],
@@ -62,7 +62,7 @@ const HINTS: Record<string, [boolean, boolean, boolean, boolean]> = {
   cancel_agent_task: [false, true, true, true],
 };
 
-/** Required parameters, from the signatures of §5–§7 and the table of §9.2. */
+/** Required parameters, from the signatures of docs/mcp-tools.md#read-tools to docs/mcp-tools.md#binary-tools and the table of docs/mcp-tools.md#agent-tool-parameters. */
 const REQUIRED: Record<string, string[]> = {
   list_workdirs: [],
   list_directory: ["workdir"],
@@ -100,7 +100,7 @@ const DEFAULTS: Record<string, Record<string, unknown>> = {
   read_agent_task_result: { offset_bytes: 0, max_bytes: 65_536 },
 };
 
-/** The Agent integer parameters with a declared maximum (§9.2); the rest have only a minimum. */
+/** The Agent integer parameters with a declared maximum (docs/mcp-tools.md#agent-tool-parameters); the rest have only a minimum. */
 const AGENT_RANGES: Record<string, Record<string, [number, number]>> = {
   read_agent_task_events: { after_event_id: [0, Number.MAX_SAFE_INTEGER], limit: [1, 500], wait_ms: [0, 25_000] },
   read_agent_task_result: { offset_bytes: [0, Number.MAX_SAFE_INTEGER], max_bytes: [1, 65_536] },
@@ -162,7 +162,7 @@ afterAll(async () => {
   dir.remove();
 });
 
-describe("§3 registration and tool counts", () => {
+describe("registration and tool counts", () => {
   test("the Bridge enabled with an Agent workdir registers 20 tools, in the table's order", async () => {
     expect((await listing(agent)).map((t) => t.name)).toEqual([...FILESYSTEM, ...AGENT]);
   });
@@ -195,7 +195,7 @@ describe("§3 registration and tool counts", () => {
   });
 });
 
-describe("§1.5 annotations", () => {
+describe("annotations", () => {
   test("every tool declares all four hints with the table's values", async () => {
     const tools = await listing(agentBinary);
     expect(tools).toHaveLength(22);
@@ -207,7 +207,7 @@ describe("§1.5 annotations", () => {
   });
 });
 
-describe("§1.2 parameters and input schemas", () => {
+describe("parameters and input schemas", () => {
   test("every inputSchema is a flat object: additionalProperties false, a required list, no nested parameter object", async () => {
     for (const tool of await listing(agentBinary)) {
       const schema = tool.inputSchema as Schema;
@@ -255,7 +255,7 @@ describe("§1.2 parameters and input schemas", () => {
     expect(seen).toBeGreaterThanOrEqual(12);
   });
 
-  test("the Agent ranges are those of §9.2", async () => {
+  test("the Agent ranges are those of Agent tool parameters", async () => {
     const tools = new Map((await listing(agent)).map((t) => [t.name, t.inputSchema as Schema]));
     for (const [tool, ranges] of Object.entries(AGENT_RANGES)) {
       for (const [name, [min, max]] of Object.entries(ranges)) {
@@ -265,7 +265,7 @@ describe("§1.2 parameters and input schemas", () => {
     }
   });
 
-  test("the enums of §9.2: runtime lists fake only when the fake runtime is enabled; profile and decision", async () => {
+  test("the enums of Agent tool parameters: runtime lists fake only when the fake runtime is enabled; profile and decision", async () => {
     const withFake = new Map((await listing(agent)).map((t) => [t.name, t.inputSchema as Schema]));
     const withoutFake = new Map((await listing(agentBinary)).map((t) => [t.name, t.inputSchema as Schema]));
     const submitProps = (m: Map<string, Schema>) => m.get("submit_agent_task")!.properties!;
@@ -277,7 +277,7 @@ describe("§1.2 parameters and input schemas", () => {
   });
 });
 
-describe("§1.1 instructions", () => {
+describe("instructions", () => {
   const POINTS: [string, RegExp[]][] = [
     ["1: list_workdirs first, alias plus relative / path, no absolute, ~ or ..", [/list_workdirs/, /alias/, /relative/, /absolute/, /~/, /\.\./]],
     ["2: read-only unless read-write; hidden and credential-like files refused", [/read-only/, /read-write/, /hidden/i, /credential/i]],

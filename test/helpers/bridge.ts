@@ -6,6 +6,7 @@ import { Database } from "bun:sqlite";
 import { readdirSync, readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
+import { StringDecoder } from "node:string_decoder";
 import { spawnCli, waitForAuditEvent } from "./process.ts";
 import type { Table } from "./toml.ts";
 import { type TempDir, tempDir, writeConfig } from "./workspace.ts";
@@ -104,6 +105,8 @@ let counter = 0;
 export function rpcLines(socketPath: string, lines: string[], expect = lines.length, timeoutMs = 30_000): Promise<RpcResponse[]> {
   return new Promise((resolve, reject) => {
     const sock = connect(socketPath);
+    // a character split between two reads must not become U+FFFD
+    const decoder = new StringDecoder("utf8");
     let buf = "";
     const out: RpcResponse[] = [];
     const timer = setTimeout(() => {
@@ -112,7 +115,7 @@ export function rpcLines(socketPath: string, lines: string[], expect = lines.len
     }, timeoutMs);
     sock.on("connect", () => sock.write(lines.map((l) => `${l}\n`).join("")));
     sock.on("data", (d) => {
-      buf += d.toString("utf8");
+      buf += decoder.write(d);
       let nl = buf.indexOf("\n");
       while (nl >= 0) {
         out.push(JSON.parse(buf.slice(0, nl)));

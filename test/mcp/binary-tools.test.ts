@@ -47,7 +47,7 @@ afterAll(async () => {
   dir.remove();
 });
 
-describe("§3 registration and §1.5 annotations", () => {
+describe("registration and annotations", () => {
   test("one binary workdir registers the two binary tools after the 11 filesystem tools", async () => {
     const { tools } = await mcp.client.listTools();
     expect(tools).toHaveLength(13);
@@ -61,7 +61,7 @@ describe("§3 registration and §1.5 annotations", () => {
   });
 });
 
-describe("§7.1 download_binary_file", () => {
+describe("download_binary_file", () => {
   test("returns the bytes as an embedded resource whose SHA-256 matches, after the JSON text block", async () => {
     const bytes = randomBytes(4096);
     dir.file("bin/photo.png", bytes);
@@ -141,7 +141,7 @@ describe("§7.1 download_binary_file", () => {
   });
 });
 
-describe("§7.2 upload_binary_file", () => {
+describe("upload_binary_file", () => {
   test("creates a new file and returns the contract's fields; a download round-trips the bytes", async () => {
     const bytes = randomBytes(1000);
     const { result, record } = await callAudited(mcp, "upload_binary_file", { workdir: "bin", path: "up.bin", data_base64: bytes.toString("base64") });

@@ -16,7 +16,7 @@ afterAll(async () => {
   dir.remove();
 });
 
-describe("§1.1 server identity", () => {
+describe("server identity", () => {
   test("serverInfo names ServerFS with the package version; tools and resources do not list-change", () => {
     expect(mcp.client.getServerVersion()).toEqual({ name: "ServerFS", version: "0.7.0" });
     const caps = mcp.client.getServerCapabilities();
@@ -27,7 +27,7 @@ describe("§1.1 server identity", () => {
   });
 });
 
-describe("§1.4 errors", () => {
+describe("errors", () => {
   test("an unknown tool is a JSON-RPC error, not a tool result", async () => {
     await expect(mcp.call("no_such_tool")).rejects.toThrow(/Unknown tool/);
   });
@@ -38,7 +38,7 @@ describe("§1.4 errors", () => {
   });
 });
 
-describe("§1.3 results", () => {
+describe("results", () => {
   test("content is exactly one text block holding the compact JSON of structuredContent", async () => {
     const r = await mcp.call("stat_file", { workdir: "repo", path: "a.txt" });
     const s = structured(r);

@@ -62,7 +62,7 @@ const stalls = async (name: string, args: Record<string, unknown>) => {
   return s.result;
 };
 
-describe("§4.4 glob matching is linear in the name", () => {
+describe("glob matching is linear in the name", () => {
   for (const pattern of ADVERSARIAL) {
     test(`find_files and search_text answer ${pattern.slice(0, 10)}… against 200-character names at once`, async () => {
       const started = performance.now();
@@ -99,7 +99,7 @@ describe("no heavy call holds up the others (a concurrent list_workdirs within 2
   }, 30_000);
 });
 
-describe("§5.5 reads are bounded before they scan", () => {
+describe("reads are bounded before they scan", () => {
   test("a huge binary file is BINARY_FILE from its first bytes, before any line seek", async () => {
     const started = performance.now();
     expect(errorCode(await mcp.call("read_text_file", { workdir: "files", path: "sparse.bin", start_line: 1_000_000 }))).toBe("BINARY_FILE");
@@ -124,7 +124,7 @@ describe("§5.5 reads are bounded before they scan", () => {
   }, 20_000);
 });
 
-describe("§2.1 stdin EOF ends the process within a second while a heavy call runs", () => {
+describe("stdin EOF ends the process within a second while a heavy call runs", () => {
   const calls: [string, Record<string, unknown>][] = [
     ["find_files", { workdir: "huge", pattern: "*.md" }],
     ["list_directory", { workdir: "huge", offset: HUGE_ENTRIES - 1 }],

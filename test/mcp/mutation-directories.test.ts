@@ -30,7 +30,7 @@ afterAll(async () => {
   dir.remove();
 });
 
-describe("§6.6 create_directory", () => {
+describe("create_directory", () => {
   test("creates exactly one directory and returns its post-commit revision", async () => {
     const { result, record } = await callAudited(mcp, "create_directory", { workdir: "rw", path: "made" });
     const r = structured(result);
@@ -54,7 +54,7 @@ describe("§6.6 create_directory", () => {
   });
 });
 
-describe("§6.7 delete_directory", () => {
+describe("delete_directory", () => {
   test("removes an empty directory with its current revision", async () => {
     const made = structured<{ revision: string }>(await mkdir("to-remove"));
     const { result, record } = await callAudited(mcp, "delete_directory", { workdir: "rw", path: "to-remove", expected_revision: made.revision });

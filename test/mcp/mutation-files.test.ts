@@ -45,7 +45,7 @@ afterAll(async () => {
   dir.remove();
 });
 
-describe("§6.3 create_text_file", () => {
+describe("create_text_file", () => {
   test("creates the file and returns exactly the contract's fields, with the normalized path", async () => {
     const r = structured(await mcp.call("create_text_file", { workdir: "rw", path: "./new/../created.txt", content: "héllo\n" }));
     expect(Object.keys(r).sort()).toEqual(["bytes_written", "created", "path", "revision", "workdir"]);
@@ -102,7 +102,7 @@ describe("§6.3 create_text_file", () => {
   });
 });
 
-describe("§6.4 edit_text_file", () => {
+describe("edit_text_file", () => {
   test("a literal replace-all with expected_count defaulting to 1, returning the contract's fields", async () => {
     dir.file("rw/e1.txt", "alpha beta\n");
     const rev = await revision("e1.txt");
@@ -298,7 +298,7 @@ describe("§6.4 edit_text_file", () => {
   });
 });
 
-describe("§6.5 delete_file", () => {
+describe("delete_file", () => {
   test("deletes a regular file with its current revision and returns the contract's fields", async () => {
     dir.file("rw/doomed.txt", "bye\n");
     const rev = await revision("doomed.txt");

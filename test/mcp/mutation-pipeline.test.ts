@@ -55,7 +55,7 @@ afterAll(async () => {
   dir.remove();
 });
 
-describe("§3 registration and §1.5 annotations", () => {
+describe("registration and annotations", () => {
   test("without a binary workdir exactly the 11 filesystem tools are listed, in the table's order", async () => {
     const { tools } = await mcp.client.listTools();
     expect(tools.map((t) => t.name)).toEqual([
@@ -100,7 +100,7 @@ describe("§3 registration and §1.5 annotations", () => {
   });
 });
 
-describe("§6.1 common pipeline: order of checks", () => {
+describe("common pipeline: order of checks", () => {
   test("schema validation comes first, even for an unknown workdir", async () => {
     expect(errorCode(await mcp.call("create_text_file", { workdir: "nope", path: "a" }))).toBe("INVALID_ARGUMENT");
     expect(errorCode(await mcp.call("delete_file", { workdir: "nope", path: "a", expected_revision: 1 }))).toBe("INVALID_ARGUMENT");
@@ -186,7 +186,7 @@ describe("§6.1 common pipeline: order of checks", () => {
   });
 });
 
-describe("§6.2 atomic publish", () => {
+describe("atomic publish", () => {
   test("new files get 0666 & ~umask and new directories 0777 & ~umask", async () => {
     const umask = process.umask();
     structured(await mcp.call("create_text_file", { workdir: "rw", path: "mode-file.txt", content: "m" }));

@@ -45,7 +45,7 @@ afterAll(async () => {
   dir?.remove();
 });
 
-describe("§5.3 find_files: matching", () => {
+describe("find_files: matching", () => {
   test("the pattern is a whole-name glob on the basename, and matches come in walk order", async () => {
     expect(paths(await find({ pattern: "*compose*.yml" }))).toEqual(["a/docker-compose.yml", "compose.yml"]);
   });
@@ -74,7 +74,7 @@ describe("§5.3 find_files: matching", () => {
   });
 });
 
-describe("§4.4 find_files: pruning", () => {
+describe("find_files: pruning", () => {
   test("hidden entries are neither matched nor descended unless allow_hidden", async () => {
     expect(paths(await find({ pattern: "*.yml", limit: 5 }))).not.toContain("a/.hidden.yml");
     const hid = structured<Found>(await mcp.call("find_files", { workdir: "hid", pattern: "*.yml", limit: 5 }));
@@ -88,7 +88,7 @@ describe("§4.4 find_files: pruning", () => {
   });
 });
 
-describe("§5.3 find_files: limits and truncation", () => {
+describe("find_files: limits and truncation", () => {
   test("the default limit is min(default_search_results, max_search_results); limit + 1 matches truncate", async () => {
     const r = await find({ pattern: "*.yml" });
     expect(r).toMatchObject({ returned: 3, truncated: true });
@@ -102,7 +102,7 @@ describe("§5.3 find_files: limits and truncation", () => {
   });
 });
 
-describe("§5.3 find_files: target and schema", () => {
+describe("find_files: target and schema", () => {
   test("path must be a directory", async () => {
     expect(errorCode(await mcp.call("find_files", { workdir: "repo", pattern: "*", path: "z.yml" }))).toBe("NOT_A_DIRECTORY");
     expect(errorCode(await mcp.call("find_files", { workdir: "repo", pattern: "*", path: "linkdir" }))).toBe("SYMLINK_NOT_ALLOWED");
@@ -128,7 +128,7 @@ describe("§5.3 find_files: target and schema", () => {
   });
 });
 
-describe("§5.3 max_walk_entries", () => {
+describe("max_walk_entries", () => {
   test("every entry read counts, matched or not; visiting more than max_walk_entries truncates", async () => {
     // walk/: one, one/1.txt, two, two/2.txt, two/3.txt = 5 entries
     const cfg = (max: number) =>
@@ -148,7 +148,7 @@ describe("§5.3 max_walk_entries", () => {
   });
 });
 
-describe("§5 walks: handles and unreadable entries", () => {
+describe("walks: handles and unreadable entries", () => {
   test("a walk holds one handle per level: a wide tree walks under a small descriptor limit, a deep one is RESOURCE_EXHAUSTED", async () => {
     const t = tempDir();
     for (let i = 0; i < 150; i++) t.file(`wide/d${String(i).padStart(3, "0")}/e/f.txt`, "x");

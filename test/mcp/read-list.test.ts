@@ -69,7 +69,7 @@ afterAll(async () => {
   dir?.remove();
 });
 
-describe("§5.2 list_directory: order and paging", () => {
+describe("list_directory: order and paging", () => {
   test("entries are sorted by UTF-8 bytes (not UTF-16), hidden/reserved/denied/non-UTF-8 names left out", async () => {
     // U+FF5E sorts before U+1F600 in UTF-8 bytes although its UTF-16 units sort after.
     expect(await allNames("repo")).toEqual(["Z.txt", "a.txt", "b.md", "c", "dirlink", "docs", "fifo", "link", "é.txt", "～.txt", "😀.txt"]);
@@ -101,7 +101,7 @@ describe("§5.2 list_directory: order and paging", () => {
   });
 });
 
-describe("§5.2 list_directory: entries", () => {
+describe("list_directory: entries", () => {
   test("files carry size; directories, symlinks and special files carry null; all carry an RFC 3339 second time", async () => {
     const byName = new Map((await list({ workdir: "repo", limit: 5 })).entries.map((e) => [e.name, e]));
     const more = (await list({ workdir: "repo", offset: 5, limit: 5 })).entries;
@@ -120,7 +120,7 @@ describe("§5.2 list_directory: entries", () => {
   });
 });
 
-describe("§4.4 policy in listings", () => {
+describe("policy in listings", () => {
   test("allow_hidden shows hidden names; the deny set and reserved names still apply", async () => {
     const all = await allNames("hid");
     expect(all).toContain(".hidden");
@@ -148,7 +148,7 @@ describe("§4.4 policy in listings", () => {
   });
 });
 
-describe("§5.2 list_directory: target checks", () => {
+describe("list_directory: target checks", () => {
   const cases: [string, Record<string, unknown>, string][] = [
     ["a regular file is NOT_A_DIRECTORY", { path: "a.txt" }, "NOT_A_DIRECTORY"],
     ["a FIFO is NOT_A_DIRECTORY", { path: "fifo" }, "NOT_A_DIRECTORY"],
@@ -169,7 +169,7 @@ describe("§5.2 list_directory: target checks", () => {
   });
 });
 
-describe("§1.2 list_directory: schema", () => {
+describe("list_directory: schema", () => {
   test("defaults are declared and capped integers declare the largest safe integer as maximum", async () => {
     const { tools } = await mcp.client.listTools();
     const schema = tools.find((t) => t.name === "list_directory")!.inputSchema as { properties: Record<string, unknown>; required: string[] };
@@ -186,7 +186,7 @@ describe("§1.2 list_directory: schema", () => {
   });
 });
 
-describe("§10 list_directory audit", () => {
+describe("list_directory audit", () => {
   test("tool_call carries path, returned and has_more", async () => {
     const { record } = await callAudited(mcp, "list_directory", { workdir: "repo", path: "docs" });
     expect(record).toMatchObject({ event: "tool_call", success: true, workdir: "repo", path: "docs", returned: 1, has_more: false });

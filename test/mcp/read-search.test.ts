@@ -71,7 +71,7 @@ afterAll(async () => {
   dir?.remove();
 });
 
-describe("§5.4 search_text: hits", () => {
+describe("search_text: hits", () => {
   test("a literal query yields one hit per matching line, files in walk order, lines ascending", async () => {
     const r = await search({ query: "hello" });
     expect(where(r)).toEqual([
@@ -114,7 +114,7 @@ describe("§5.4 search_text: hits", () => {
   });
 });
 
-describe("§5.4 search_text: case", () => {
+describe("search_text: case", () => {
   test("case_sensitive (the default) compares code points exactly", async () => {
     expect(where(await search({ query: "HELLO" }))).toEqual(["src/a.ts:4"]);
   });
@@ -131,7 +131,7 @@ describe("§5.4 search_text: case", () => {
   });
 });
 
-describe("§5.4 search_text: files searched", () => {
+describe("search_text: files searched", () => {
   test("symlinks, symlinked directories and FIFOs are skipped (the FIFO without blocking)", async () => {
     const paths = (await search({ query: "hello" })).matches.map((m) => m.path);
     expect(paths.some((p) => p.startsWith("link"))).toBe(false);
@@ -162,7 +162,7 @@ describe("§5.4 search_text: files searched", () => {
   });
 });
 
-describe("§5.4 search_text: glob", () => {
+describe("search_text: glob", () => {
   const files = async (glob: string, path = "") => [...new Set((await search({ query: "hello", glob, path })).matches.map((m) => m.path))];
   test("a glob without / matches the basename; directories are still descended", async () => {
     expect(await files("*.ts")).toEqual(["src/a.ts", "src/deep/c.ts", "vendor/v.ts"]);
@@ -183,7 +183,7 @@ describe("§5.4 search_text: glob", () => {
   });
 });
 
-describe("§5.4 search_text: global limit", () => {
+describe("search_text: global limit", () => {
   test("the search stops at limit + 1 hits and returns the first limit with truncated", async () => {
     const r = await search({ query: "hello", limit: 3 });
     expect(where(r)).toEqual(["bom.txt:1", "bom.txt:2", "latin.txt:1"]);
@@ -202,7 +202,7 @@ describe("§5.4 search_text: global limit", () => {
   });
 });
 
-describe("§5.4 search_text: query rules and privacy", () => {
+describe("search_text: query rules and privacy", () => {
   test("an empty query or one holding \\n is INVALID_ARGUMENT", async () => {
     expect(errorCode(await mcp.call("search_text", { workdir: "repo", query: "" }))).toBe("INVALID_ARGUMENT");
     expect(errorCode(await mcp.call("search_text", { workdir: "repo", query: "a\nb" }))).toBe("INVALID_ARGUMENT");
@@ -218,7 +218,7 @@ describe("§5.4 search_text: query rules and privacy", () => {
   });
 });
 
-describe("§5.4 search_text: deadline", () => {
+describe("search_text: deadline", () => {
   test("past search_timeout_seconds the call fails whole with SEARCH_TIMEOUT, promptly", async () => {
     const timed = await startStdio(slowConfig);
     try {
@@ -236,7 +236,7 @@ describe("§5.4 search_text: deadline", () => {
     }
   }, 20_000);
 
-  test("§2.1 stdin EOF ends the process within a second while a search runs", async () => {
+  test("stdin EOF ends the process within a second while a search runs", async () => {
     const proc = Bun.spawn([BUN, CLI, "mcp", "--config", eofConfig], {
       cwd: REPO_ROOT,
       stdin: "pipe",

@@ -68,7 +68,7 @@ afterAll(async () => {
   dir?.remove();
 });
 
-describe("§5.5 read_text_file: pages", () => {
+describe("read_text_file: pages", () => {
   test("a whole small file comes back exactly, with its revision", async () => {
     const page = await read("three.txt");
     expect(page).toEqual({
@@ -107,7 +107,7 @@ describe("§5.5 read_text_file: pages", () => {
   });
 });
 
-describe("§5.5 read_text_file: caps and budgets", () => {
+describe("read_text_file: caps and budgets", () => {
   test("max_lines is silently capped at max_read_lines", async () => {
     expect(await read("ten.txt", { max_lines: 1000 }, "small")).toMatchObject({ end_line: 5, has_more: true, next_start_line: 6 });
   });
@@ -123,7 +123,7 @@ describe("§5.5 read_text_file: caps and budgets", () => {
   });
 });
 
-describe("§5.5 read_text_file: content checks and precedence", () => {
+describe("read_text_file: content checks and precedence", () => {
   test("a NUL in the first 1024 bytes or in the returned slice is BINARY_FILE", async () => {
     expect(await readCode("nul-head.txt")).toBe("BINARY_FILE");
     expect(await readCode("nul-late.txt", { start_line: 395 })).toBe("BINARY_FILE");
@@ -163,7 +163,7 @@ describe("§5.5 read_text_file: content checks and precedence", () => {
   }, 30_000);
 });
 
-describe("§5.5 read_text_file: targets", () => {
+describe("read_text_file: targets", () => {
   const cases: [string, string, string][] = [
     ["the root is NOT_A_FILE", "", "NOT_A_FILE"],
     ["a path normalizing to the root is NOT_A_FILE", "sub/..", "NOT_A_FILE"],
@@ -186,7 +186,7 @@ describe("§5.5 read_text_file: targets", () => {
   });
 });
 
-describe("§1.2 read_text_file: schema", () => {
+describe("read_text_file: schema", () => {
   test("start_line and max_lines default to 1 and 200 and must be at least 1", async () => {
     const { tools } = await mcp.client.listTools();
     const schema = tools.find((t) => t.name === "read_text_file")!.inputSchema as { properties: Record<string, unknown>; required: string[] };
@@ -199,7 +199,7 @@ describe("§1.2 read_text_file: schema", () => {
   });
 });
 
-describe("§10 read_text_file audit", () => {
+describe("read_text_file audit", () => {
   test("tool_call carries bytes_returned, start_line, end_line and has_more, never content", async () => {
     const { record } = await callAudited(mcp, "read_text_file", { workdir: "repo", path: "secret-content.txt" });
     expect(record).toMatchObject({ tool: "read_text_file", success: true, path: "secret-content.txt", bytes_returned: 22, start_line: 1, end_line: 1, has_more: false });
@@ -207,7 +207,7 @@ describe("§10 read_text_file audit", () => {
   });
 });
 
-describe("§5.7 resource serverfs://{workdir}/{path}", () => {
+describe("resource serverfs://{workdir}/{path}", () => {
   /** The JSON-RPC error of a failed read: its code and its message as sent on the wire. */
   async function resourceError(uri: string): Promise<{ code: number; message: string }> {
     try {

@@ -21,7 +21,7 @@ const INIT = {
   params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
 };
 
-describe("§2.1 stdio", () => {
+describe("stdio", () => {
   test("stdout carries protocol messages only, and EOF on stdin exits promptly with code 0", async () => {
     const proc = spawnCli(["mcp", "--config", config]);
     proc.stdin.write(`${JSON.stringify(INIT)}\n`);
@@ -51,7 +51,7 @@ describe("§2.1 stdio", () => {
   });
 });
 
-describe("§2.3 startup", () => {
+describe("startup", () => {
   test("a configuration error writes startup_failed and the configuration error line, nothing to stdout, exit 2", async () => {
     const bad = writeConfig(dir.path, { bogus: true }, "bad.toml");
     const r = await runCli(["mcp", "--config", bad]);
@@ -75,7 +75,7 @@ describe("§2.3 startup", () => {
   });
 });
 
-describe("§2.2 Streamable HTTP", () => {
+describe("Streamable HTTP", () => {
   let proc: ReturnType<typeof spawnCli>;
   let port: number;
   let tokenProc: ReturnType<typeof spawnCli>;

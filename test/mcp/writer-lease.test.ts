@@ -93,7 +93,7 @@ afterAll(async () => {
   dir.remove();
 });
 
-describe("§8 writer lease", () => {
+describe("writer lease", () => {
   test("with the lock free and no guard every mutation succeeds, and lock_dir (seen through mcp_lock_dir) is left exactly as it was", async () => {
     const before = snapshot(locks);
     expect(await everyMutation(mcp, "w1")).toEqual([null, null, null, null, null, null]);
@@ -215,7 +215,7 @@ describe("§8 writer lease", () => {
   });
 });
 
-describe("§8 without the Bridge", () => {
+describe("without the Bridge", () => {
   test("there is no lease at all: a held lock and a leftover guard do not matter, and lock_dir need not exist", async () => {
     const sameLocks = writeConfig(
       dir.path,

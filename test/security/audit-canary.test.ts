@@ -1,10 +1,10 @@
 /**
- * The audit log is metadata only (docs/mcp-tools.md#audit-log, §1.4): one session calls every tool, in
+ * The audit log is metadata only (docs/mcp-tools.md#audit-log, docs/mcp-tools.md#results-and-errors): one session calls every tool, in
  * successes and failures, with a distinct canary string in every place the contract says must
  * never be logged — file contents, created content, search queries, find patterns, search globs,
  * edit old/new text, upload payloads (raw and base64), downloaded bytes (base64), deny globs — and
  * with the workdir roots themselves under a canary-named directory. All of stderr is scanned; then
- * every call must have produced exactly one `tool_call` record carrying exactly the §10 fields.
+ * every call must have produced exactly one `tool_call` record carrying exactly the docs/mcp-tools.md#audit-log fields.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
@@ -51,7 +51,7 @@ const TOOLS = [
   "upload_binary_file",
 ];
 
-/** §10 extras per tool, each with the result field it reports (null: no single field). */
+/** docs/mcp-tools.md#audit-log extras per tool, each with the result field it reports (null: no single field). */
 const EXTRAS: Record<string, Record<string, string | null>> = {
   list_workdirs: { returned: null },
   list_directory: { returned: "returned", has_more: "has_more" },
@@ -198,7 +198,7 @@ afterAll(async () => {
 
 const textOf = (r: CallToolResult) => (r.content[0] as { text: string }).text;
 
-describe("§10 audit log: metadata only", () => {
+describe("audit log: metadata only", () => {
   test("the session called every tool, each in at least one success and one failure", () => {
     for (const tool of TOOLS) {
       const calls = made.filter((m) => m.tool === tool);

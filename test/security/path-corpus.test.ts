@@ -1,8 +1,8 @@
 /**
- * The hostile-path corpus (docs/mcp-tools.md#path-confinement–§4.9, §5–§7): hundreds of paths, each sent through
+ * The hostile-path corpus (docs/mcp-tools.md#path-confinement to docs/mcp-tools.md#special-files, docs/mcp-tools.md#read-tools to docs/mcp-tools.md#binary-tools): hundreds of paths, each sent through
  * every path-taking channel — the twelve path tools (upload both as create and as overwrite) and
  * the resource read — in read-write workdirs with binary transfer on. Each path states what it is
- * (a §4.3 refusal, or the kind of object its normalized form names); the tables below turn that
+ * (a docs/mcp-tools.md#path-confinement refusal, or the kind of object its normalized form names); the tables below turn that
  * into the exact code every channel must answer, following each tool's check order. Around every
  * call: the sibling `outside/` tree is never created in, changed, deleted from, read or listed; a
  * failed mutation leaves its workdir byte-for-byte and stat-for-stat as it was; a successful
@@ -70,7 +70,7 @@ type Kind =
   | "symlink"
   | "special"
   | "overlong";
-/** The §4.3 steps that refuse a path before any traversal, whatever it names. */
+/** The docs/mcp-tools.md#path-confinement steps that refuse a path before any traversal, whatever it names. */
 type Refusal = "PATH_OUTSIDE_WORKDIR" | "ACCESS_DENIED" | "RESERVED_PATH" | "HIDDEN_PATH_NOT_ALLOWED" | "DENIED_PATH";
 const REFUSALS: ReadonlySet<string> = new Set<Refusal>([
   "PATH_OUTSIDE_WORKDIR",
@@ -95,9 +95,9 @@ const AD = "ACCESS_DENIED";
 const BIN = "BINARY_FILE";
 
 /**
- * Per kind, per channel (in CHANNELS order). Derived from §5.2–§5.7 target checks, §6.3–§6.7 and
- * §7 filesystem-phase orders (edits and deletes carry a stale revision, so the revision check is
- * what a well-formed target reaches), §4.6 for a name over NAME_MAX (ENAMETOOLONG is "any other").
+ * Per kind, per channel (in CHANNELS order). Derived from docs/mcp-tools.md#list_directory to docs/mcp-tools.md#the-file-resource target checks, docs/mcp-tools.md#create_text_file to docs/mcp-tools.md#delete_directory and
+ * docs/mcp-tools.md#binary-tools filesystem-phase orders (edits and deletes carry a stale revision, so the revision check is
+ * what a well-formed target reaches), docs/mcp-tools.md#os-errors for a name over NAME_MAX (ENAMETOOLONG is "any other").
  */
 const BY_KIND: Record<Kind, readonly string[]> = {
   //                list find search read  stat down  res   ctext   edit delfile mkdir  rmdir upnew   upover
@@ -126,16 +126,16 @@ interface Case {
 
 function expected(c: Case, channel: Channel): string {
   if (c.expect === "WORKDIR_NOT_FOUND") return c.expect;
-  // §6.1 step 3 and §7.1's order: read-only and binary-disabled answer before path policy.
+  // docs/mcp-tools.md#mutation-pipeline step 3 and docs/mcp-tools.md#download_binary_file's order: read-only and binary-disabled answer before path policy.
   if (c.workdir === "ro" && MUTATIONS.has(channel)) return "WORKDIR_READ_ONLY";
   if (c.workdir === "ro" && channel === "download_binary_file") return "BINARY_TRANSFER_DISABLED";
-  // §5.7: the URI path is percent-decoded as UTF-8 before §4.3; a lone surrogate's bytes never decode.
+  // docs/mcp-tools.md#the-file-resource: the URI path is percent-decoded as UTF-8 before docs/mcp-tools.md#path-confinement; a lone surrogate's bytes never decode.
   if (channel === "resource" && !c.path.isWellFormed()) return "INVALID_ARGUMENT";
   if (REFUSALS.has(c.expect)) return c.expect;
   return BY_KIND[c.expect as Kind][CHANNELS.indexOf(channel)]!;
 }
 
-/** §4.3 step 2 for a path that passed step 1: the normalized form results must echo. */
+/** docs/mcp-tools.md#path-confinement step 2 for a path that passed step 1: the normalized form results must echo. */
 function normalized(path: string): string {
   const kept: string[] = [];
   for (const seg of path.split("/")) {
@@ -239,7 +239,7 @@ interface Family {
 
 const FAMILIES: Family[] = [
   {
-    rule: "§4.3 step 1: a path starting with / is PATH_OUTSIDE_WORKDIR, never echoed",
+    rule: "path confinement step 1: a path starting with / is PATH_OUTSIDE_WORKDIR, never echoed",
     cases: cases("PATH_OUTSIDE_WORKDIR", [
       "/",
       "//",
@@ -270,7 +270,7 @@ const FAMILIES: Family[] = [
     ]),
   },
   {
-    rule: "§4.3 step 1: a path starting with ~ is PATH_OUTSIDE_WORKDIR",
+    rule: "path confinement step 1: a path starting with ~ is PATH_OUTSIDE_WORKDIR",
     cases: cases("PATH_OUTSIDE_WORKDIR", [
       "~",
       "~/",
@@ -289,7 +289,7 @@ const FAMILIES: Family[] = [
     ]),
   },
   {
-    rule: "§4.3 step 2: a .. with nothing left to remove is PATH_OUTSIDE_WORKDIR, before NUL and policy",
+    rule: "path confinement step 2: a .. with nothing left to remove is PATH_OUTSIDE_WORKDIR, before NUL and policy",
     cases: cases("PATH_OUTSIDE_WORKDIR", [
       "..",
       "../",
@@ -329,7 +329,7 @@ const FAMILIES: Family[] = [
     ]),
   },
   {
-    rule: "§4.3 step 2: in-bounds . and .. are resolved lexically, never by following anything",
+    rule: "path confinement step 2: in-bounds . and .. are resolved lexically, never by following anything",
     cases: [
       ...cases("root", [
         "",
@@ -364,7 +364,7 @@ const FAMILIES: Family[] = [
     ],
   },
   {
-    rule: "§4.3 step 3: a NUL anywhere in the path is ACCESS_DENIED, before reserved, hidden and deny",
+    rule: "path confinement step 3: a NUL anywhere in the path is ACCESS_DENIED, before reserved, hidden and deny",
     cases: cases("ACCESS_DENIED", [
       "\0",
       "file.txt\0",
@@ -388,7 +388,7 @@ const FAMILIES: Family[] = [
     ]),
   },
   {
-    rule: "§4.3 step 3: an unpaired surrogate, which no UTF-8 filename can hold, is ACCESS_DENIED like NUL",
+    rule: "path confinement step 3: an unpaired surrogate, which no UTF-8 filename can hold, is ACCESS_DENIED like NUL",
     cases: [
       ...cases("ACCESS_DENIED", [
         "a\uD800b",
@@ -405,7 +405,7 @@ const FAMILIES: Family[] = [
     ],
   },
   {
-    rule: "§4.3 step 2: a backslash is an ordinary filename character",
+    rule: "path confinement step 2: a backslash is an ordinary filename character",
     cases: [
       ...cases("missing", [
         "dir\\inner.txt",
@@ -428,7 +428,7 @@ const FAMILIES: Family[] = [
     ],
   },
   {
-    rule: "§4.3: percent signs and other encodings are literal characters for the tools",
+    rule: "path confinement: percent signs and other encodings are literal characters for the tools",
     cases: [
       ...cases("missing", ["%2e%2e%2f%2e%2e%2fetc", "%00", "%2F", "dir%2finner.txt", "%252e%252e", "&#46;&#46;", "\\u002e\\u002e"]),
       ...cases("missing-parent", ["%2e%2e/x", "%7e/x"]),
@@ -436,7 +436,7 @@ const FAMILIES: Family[] = [
     ],
   },
   {
-    rule: "§4.3: no Unicode normalization or case folding; look-alikes are other names",
+    rule: "path confinement: no Unicode normalization or case folding; look-alikes are other names",
     cases: [
       ...cases("missing", [
         "\uFF0E\uFF0E",
@@ -483,7 +483,7 @@ const FAMILIES: Family[] = [
     ],
   },
   {
-    rule: "§4.4 reserved names are RESERVED_PATH on every channel, before hidden and deny",
+    rule: "reserved names are RESERVED_PATH on every channel, before hidden and deny",
     cases: [
       ...cases("RESERVED_PATH", [
         ".serverfs-tmp-0123456789abcdef",
@@ -507,7 +507,7 @@ const FAMILIES: Family[] = [
     ],
   },
   {
-    rule: "§4.4 hidden segments are HIDDEN_PATH_NOT_ALLOWED on every channel, before deny and traversal",
+    rule: "hidden segments are HIDDEN_PATH_NOT_ALLOWED on every channel, before deny and traversal",
     cases: cases("HIDDEN_PATH_NOT_ALLOWED", [
       ".hidden",
       ".hidden/x",
@@ -530,7 +530,7 @@ const FAMILIES: Family[] = [
     ]),
   },
   {
-    rule: "§4.4 the built-in deny set and extra_deny_globs are DENIED_PATH, before traversal",
+    rule: "the built-in deny set and extra_deny_globs are DENIED_PATH, before traversal",
     cases: [
       ...cases("DENIED_PATH", [
         "id_rsa",
@@ -560,7 +560,7 @@ const FAMILIES: Family[] = [
     ],
   },
   {
-    rule: "§4.4 with allow_hidden = true, hidden names are released but reserved and deny rules still apply",
+    rule: "with allow_hidden = true, hidden names are released but reserved and deny rules still apply",
     cases: [
       ...cases("file", [".hidden.txt", ".config/app.txt", ".git/HEAD", "./.hidden.txt"], "open"),
       ...cases("dir", [".config", ".git"], "open"),
@@ -575,7 +575,7 @@ const FAMILIES: Family[] = [
     ],
   },
   {
-    rule: "§4.5, §4.9, §5–§7 target checks: directories where files are expected, files as parents, special files",
+    rule: "race-safe traversal, special files, read tools to binary tools target checks: directories where files are expected, files as parents, special files",
     cases: [
       ...cases("dir", ["dir", "empty", "dir/sub", "chain", "chain/p1/p2/p3"]),
       ...cases("file", ["file.txt", "dir/inner.txt", "dir/sub/deep.txt", "chain/p1/p2/p3/leaf.txt"]),
@@ -597,7 +597,7 @@ const FAMILIES: Family[] = [
     ],
   },
   {
-    rule: "§4.5 a symlink at any position: a parent is SYMLINK_NOT_ALLOWED, a final one is reported but never followed",
+    rule: "a symlink at any position: a parent is SYMLINK_NOT_ALLOWED, a final one is reported but never followed",
     cases: LEVELS.flatMap((level) =>
       LINKS.flatMap((link) => [
         { path: `${level}${link.name}`, expect: "symlink" as const },
@@ -608,7 +608,7 @@ const FAMILIES: Family[] = [
     ),
   },
   {
-    rule: "§4.6 a name longer than NAME_MAX is ACCESS_DENIED on the read side, MUTATION_IO_ERROR on the mutation side",
+    rule: "a name longer than NAME_MAX is ACCESS_DENIED on the read side, MUTATION_IO_ERROR on the mutation side",
     cases: [
       ...cases("overlong", [
         many(256, "x"),
@@ -623,7 +623,7 @@ const FAMILIES: Family[] = [
     ],
   },
   {
-    rule: "§6.1 step 3, §7.1: a read-only workdir answers WORKDIR_READ_ONLY to every mutation, even for refused paths",
+    rule: "the mutation pipeline step 3, download_binary_file: a read-only workdir answers WORKDIR_READ_ONLY to every mutation, even for refused paths",
     cases: [
       ...cases("PATH_OUTSIDE_WORKDIR", ["/etc/passwd", "~", "../x", `${RO}/file.txt`], "ro"),
       ...cases("ACCESS_DENIED", ["file.txt\0"], "ro"),
@@ -637,7 +637,7 @@ const FAMILIES: Family[] = [
     ],
   },
   {
-    rule: "§4.1 an unknown alias (a case mismatch, a look-alike) is WORKDIR_NOT_FOUND before anything else",
+    rule: "an unknown alias (a case mismatch, a look-alike) is WORKDIR_NOT_FOUND before anything else",
     cases: ["WS", "Ws", "ws2", "w", "open ", " ro", "", "w\u0455", "ws\u200B", "RO"].map((workdir) => ({
       path: "../file.txt",
       expect: "WORKDIR_NOT_FOUND" as const,
@@ -719,7 +719,7 @@ async function invoke(channel: Channel, workdir: string, path: string): Promise<
   return { code: null, text: JSON.stringify(r), structured: r.structuredContent as Record<string, unknown> };
 }
 
-/** §1.4: the message never carries a host path or outside content, and echoes a path only normalized. */
+/** docs/mcp-tools.md#results-and-errors: the message never carries a host path or outside content, and echoes a path only normalized. */
 function errorProblems(c: Case, workdir: string, o: Outcome): string[] {
   const problems: string[] = [];
   if (!/^[A-Z][A-Z0-9_]{2,}: \S/.test(o.text)) problems.push(`malformed error text ${JSON.stringify(o.text)}`);
@@ -878,7 +878,7 @@ for (const family of FAMILIES) {
 /**
  * Raw resource URIs whose hostility is in the encoding itself, which only the resource decodes:
  * decoded exactly once, strictly as UTF-8 (overlong forms and encoded surrogates never become `.`
- * or `/`), then through §4.3 like any path. `[uri, code, file read on success]`.
+ * or `/`), then through docs/mcp-tools.md#path-confinement like any path. `[uri, code, file read on success]`.
  */
 const RESOURCE_URIS: [string, string, string?][] = [
   [`serverfs://ws/../outside/${CANARY_FILE}`, "PATH_OUTSIDE_WORKDIR"],
@@ -930,7 +930,7 @@ const RESOURCE_URIS: [string, string, string?][] = [
   ["serverfs://%77s/file.txt", "WORKDIR_NOT_FOUND"],
 ];
 
-describe("§5.7 resource URIs: percent-decoded once, strictly, then §4.3", () => {
+describe("resource URIs: percent-decoded once, strictly, then path confinement", () => {
   test(`${RESOURCE_URIS.length} raw URIs: exact codes, JSON-RPC codes, nothing outside touched`, async () => {
     const problems: string[] = [];
     for (const [uri, want, file] of RESOURCE_URIS) {

@@ -1,5 +1,5 @@
 /**
- * Race-safe confinement (docs/mcp-tools.md#traversal-by-handle-and-symlinks, §4.9): while another process swaps objects inside
+ * Race-safe confinement (docs/mcp-tools.md#traversal-by-handle-and-symlinks, docs/mcp-tools.md#special-files): while another process swaps objects inside
  * the workdir for stand-ins as fast as it can, the tools keep working on those paths. Every
  * segment is opened relative to its parent's handle without following a link, and the final
  * open is no-follow and non-blocking, so a call either works on the real object (wherever it is by
@@ -161,8 +161,8 @@ afterAll(async () => {
   dir.remove();
 });
 
-describe("§4.5 race-safe traversal: a parent directory swapped for a symlink to outside", () => {
-  /** Mid-walk swaps turn an ELOOP into a directory by the time it is inspected: NOT_A_DIRECTORY (§4.5). */
+describe("race-safe traversal: a parent directory swapped for a symlink to outside", () => {
+  /** Mid-walk swaps turn an ELOOP into a directory by the time it is inspected: NOT_A_DIRECTORY (docs/mcp-tools.md#traversal-by-handle-and-symlinks). */
   const race = new Race(new Set(["SYMLINK_NOT_ALLOWED", "NOT_A_DIRECTORY", "PATH_NOT_FOUND", "REVISION_CONFLICT"]));
 
   /** One worker's round: every tool on paths under d/, mutations fed with revisions just read. */
@@ -218,8 +218,8 @@ describe("§4.5 race-safe traversal: a parent directory swapped for a symlink to
   }, 60_000);
 });
 
-describe("§4.5, §4.9 a final file swapped for a symlink to outside or a FIFO between its stat and its open", () => {
-  /** Each exchange renames the file itself, which moves its ctime and so its revision (§4.7). */
+describe("a final file swapped for a symlink to outside or a FIFO between its stat and its open", () => {
+  /** Each exchange renames the file itself, which moves its ctime and so its revision (docs/mcp-tools.md#revisions). */
   const race = new Race(new Set(["SYMLINK_NOT_ALLOWED", "UNSUPPORTED_FILE_TYPE", "REVISION_CONFLICT", "FILE_CHANGED_DURING_READ"]));
 
   /** Every call that opens the final name; the mutations carry a stale revision and never commit. */

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { CanonicalJsonError, canonicalJson, sha256Hex } from "../../src/shared/canonical-json.ts";
 
-describe("§0 canonical JSON", () => {
+describe("canonical JSON", () => {
   test("object keys are sorted ascending at every depth, with no whitespace", () => {
     const value = { b: 1, a: { z: [3, { y: true, x: null }], m: "s" }, A: false };
     expect(canonicalJson(value)).toBe('{"A":false,"a":{"m":"s","z":[3,{"x":null,"y":true}]},"b":1}');
@@ -62,7 +62,7 @@ describe("§0 canonical JSON", () => {
   });
 });
 
-describe("§0 sha256", () => {
+describe("sha256", () => {
   test("is the lowercase hex SHA-256 of the UTF-8 bytes", () => {
     expect(sha256Hex("")).toBe("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
     const text = "é€😀";

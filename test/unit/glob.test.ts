@@ -5,7 +5,7 @@ const seg = (glob: string) => globMatcher(glob, { crossSlash: false });
 const whole = (glob: string) => globMatcher(glob, { crossSlash: true });
 const star = (glob: string) => globMatcher(glob, { crossSlash: false, globstar: true });
 
-describe("§4.4 glob matcher: whole-string, case-sensitive", () => {
+describe("glob matcher: whole-string, case-sensitive", () => {
   test("a literal glob matches only the whole string, case-sensitively", () => {
     expect(seg("main.ts")("main.ts")).toBe(true);
     expect(seg("main.ts")("xmain.ts")).toBe(false);
@@ -21,7 +21,7 @@ describe("§4.4 glob matcher: whole-string, case-sensitive", () => {
   });
 });
 
-describe("§4.4 glob matcher: * and ?", () => {
+describe("glob matcher: * and ?", () => {
   test("* matches any run, including the empty one", () => {
     const m = seg("*compose*.yml");
     expect(m("docker-compose.yml")).toBe(true);
@@ -42,7 +42,7 @@ describe("§4.4 glob matcher: * and ?", () => {
   });
 });
 
-describe("§4.4 glob matcher: classes", () => {
+describe("glob matcher: classes", () => {
   test("[abc] and [a-z] match one character of the class", () => {
     expect(seg("file[12].txt")("file1.txt")).toBe(true);
     expect(seg("file[12].txt")("file3.txt")).toBe(false);
@@ -84,7 +84,7 @@ describe("§4.4 glob matcher: classes", () => {
   });
 });
 
-describe("§5.4 globstar (search_text path globs)", () => {
+describe("globstar (search_text path globs)", () => {
   test("a ** segment matches zero or more segments", () => {
     const m = star("src/**/*.ts");
     expect(m("src/a.ts")).toBe(true);
@@ -112,7 +112,7 @@ describe("§5.4 globstar (search_text path globs)", () => {
 });
 
 /**
- * The reading of §4.4 the matcher had when it compiled globs to regular expressions, kept here as
+ * The reading of docs/mcp-tools.md#hidden-reserved-and-denied-names the matcher had when it compiled globs to regular expressions, kept here as
  * the oracle the NFA is checked against on random globs and names (never in production code,
  * where a regex built from user input can backtrack for minutes).
  */
@@ -159,7 +159,7 @@ function oracle(glob: string, crossSlash: boolean): RegExp {
   return new RegExp(`^${out}$`, "u");
 }
 
-describe("§4.4 the matcher agrees with the regular-expression reading it replaced", () => {
+describe("the matcher agrees with the regular-expression reading it replaced", () => {
   test("10,000 random globs and names from a small alphabet give the same answers", () => {
     let seed = 42;
     const rand = (n: number) => {
@@ -179,7 +179,7 @@ describe("§4.4 the matcher agrees with the regular-expression reading it replac
   });
 });
 
-describe("§4.4 matching time is linear in the name, whatever the pattern", () => {
+describe("matching time is linear in the name, whatever the pattern", () => {
   const name = "a".repeat(200);
   const adversarial = [
     `${"*a".repeat(60)}*b`,

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { isRequestId, isTaskId, newMark, newRequestId, newRpcRequestId, newTaskId, random16Hex } from "../../src/shared/ids.ts";
 import { addSecondsIso, earlierIso, hoursBeforeIso, isIsoTimestamp, isReached, nowIso } from "../../src/shared/time.ts";
 
-describe("§0 identifiers", () => {
+describe("identifiers", () => {
   test("task, request, RPC ids and marks have their fixed prefix and lowercase hex length", () => {
     for (let i = 0; i < 50; i++) {
       expect(newTaskId()).toMatch(/^agt_[0-9a-f]{24}$/);
@@ -44,7 +44,7 @@ describe("§0 identifiers", () => {
   });
 });
 
-describe("§0 time", () => {
+describe("time", () => {
   test("nowIso is the fixed 24-character toISOString form", () => {
     const now = nowIso();
     expect(now).toHaveLength(24);

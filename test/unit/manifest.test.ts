@@ -19,7 +19,7 @@ const input: ManifestInput = {
   idempotencyKey: "k-1",
 };
 
-describe("§9.1 policy_sha256", () => {
+describe("policy_sha256", () => {
   test("is sha256 of the canonical policy object; the spec's example input hashes to the same value", () => {
     expect(policySha256(input.workdir)).toBe(sha(SPEC_POLICY_EXAMPLE));
   });
@@ -38,7 +38,7 @@ describe("§9.1 policy_sha256", () => {
   });
 });
 
-describe("§9.1 manifest fields", () => {
+describe("manifest fields", () => {
   test("the manifest holds exactly the schema-version-1 fields with the effective values", () => {
     const { manifest } = buildManifest(input);
     expect(manifest).toEqual({
@@ -99,7 +99,7 @@ describe("§9.1 manifest fields", () => {
   });
 });
 
-describe("§9.2 hash", () => {
+describe("hash", () => {
   test("manifest_json is the canonical JSON and manifest_sha256 is its hash; a reader recomputes it", () => {
     const built = buildManifest(input);
     expect(built.json).toBe(canonicalJson(built.manifest));

@@ -24,7 +24,7 @@ const pathOf = (input: string, p?: PathPolicy) => {
   return r.path;
 };
 
-describe("§4.3 path confinement: normalization", () => {
+describe("path confinement: normalization", () => {
   test("empty and . segments are dropped; the root is the empty path", () => {
     expect(pathOf("")).toBe("");
     expect(pathOf(".")).toBe("");
@@ -44,7 +44,7 @@ describe("§4.3 path confinement: normalization", () => {
   });
 });
 
-describe("§4.3 path confinement: refusals, in step order", () => {
+describe("path confinement: refusals, in step order", () => {
   test("step 1: a leading / or ~ is PATH_OUTSIDE_WORKDIR", () => {
     expect(codeOf("/etc/passwd")).toBe("PATH_OUTSIDE_WORKDIR");
     expect(codeOf("~")).toBe("PATH_OUTSIDE_WORKDIR");
@@ -88,7 +88,7 @@ describe("§4.3 path confinement: refusals, in step order", () => {
   });
 });
 
-describe("§4.4 built-in deny set", () => {
+describe("built-in deny set", () => {
   const open = policy({ allow_hidden: true });
   test("denied names and patterns in any segment are DENIED_PATH", () => {
     for (const p of [".env", "a/.env", "id_rsa", "x/id_ed25519", ".ssh/known_hosts", ".aws/credentials", ".gnupg", ".kube/config"]) {
@@ -107,7 +107,7 @@ describe("§4.4 built-in deny set", () => {
   });
 });
 
-describe("§4.4 extra_deny_globs", () => {
+describe("extra_deny_globs", () => {
   test("NAME/** denies every path having a segment matching NAME", () => {
     const p = policy({ extra_deny_globs: ["secrets/**"] });
     expect(codeOf("secrets", p)).toBe("DENIED_PATH");
@@ -138,7 +138,7 @@ describe("§4.4 extra_deny_globs", () => {
   });
 });
 
-describe("§5 walk pruning: admitsChild agrees with confinement", () => {
+describe("walk pruning: admitsChild agrees with confinement", () => {
   const cases: [PathPolicy, string, string][] = [
     [policy(), "", ".git"],
     [policy(), "src", "main.ts"],

@@ -7,7 +7,7 @@ const REAL = "/srv/real/repo";
 const r = new Redactor([ROOT, REAL]);
 const OUT = "<outside-workdir>";
 
-describe("§4.5 dropped keys", () => {
+describe("dropped keys", () => {
   test("every provider-native id key is removed at any depth, in objects inside arrays too", () => {
     const keys = ["native_session_id", "native_turn_id", "thread_id", "turn_id", "session_id", "threadId", "turnId", "sessionId"];
     const deep = Object.fromEntries(keys.map((k) => [k, "secret-id"]));
@@ -18,7 +18,7 @@ describe("§4.5 dropped keys", () => {
   });
 });
 
-describe("§4.5 path keys", () => {
+describe("path keys", () => {
   test.each([
     ["path", `${ROOT}/src/a.ts`, "src/a.ts"],
     ["cwd", ROOT, "."],
@@ -60,7 +60,7 @@ describe("§4.5 path keys", () => {
   });
 });
 
-describe("§4.5 other strings", () => {
+describe("other strings", () => {
   test.each([
     [`${ROOT}/a.ts`, "a.ts"],
     [ROOT, "."],
@@ -88,7 +88,7 @@ describe("§4.5 other strings", () => {
   });
 });
 
-describe("§4.5 free text", () => {
+describe("free text", () => {
   test.each([
     [`cd ${ROOT} && ls`, "cd <workdir> && ls"],
     [`root is ${ROOT}`, "root is <workdir>"],
@@ -155,7 +155,7 @@ describe("§4.5 free text", () => {
   });
 });
 
-describe("§4.5 error_message", () => {
+describe("error_message", () => {
   test("is redacted, then cut to a UTF-8-safe prefix of at most 4,096 bytes", () => {
     const message = `failed in ${ROOT}/a.ts: ${"€".repeat(2000)}`;
     const cut = r.redactErrorMessage(message);

@@ -55,7 +55,7 @@ afterEach(() => {
   dir.remove();
 });
 
-describe("§10.1 thresholds", () => {
+describe("thresholds", () => {
   test.each([
     [262_144, "inline"],
     [262_145, "spool"],
@@ -96,7 +96,7 @@ describe("§10.1 thresholds", () => {
   });
 });
 
-describe("§10.2 storage and write", () => {
+describe("storage and write", () => {
   test("results/ is created 0700 and the spool file 0600, holding exactly the text's bytes", () => {
     const id = newTaskId();
     const text = `héllo ${"€".repeat(100_000)} 😀`;
@@ -175,7 +175,7 @@ describe("§10.2 storage and write", () => {
   });
 });
 
-describe("§8.3 spool removal for GC", () => {
+describe("spool removal for GC", () => {
   test("an existing spool file is unlinked and GC may proceed; a missing one also lets GC proceed", () => {
     const id = newTaskId();
     writeSpool(stateDir, id, "done");
@@ -203,7 +203,7 @@ describe("§8.3 spool removal for GC", () => {
   });
 });
 
-describe("§10.3 read", () => {
+describe("read", () => {
   test.each([
     ["3-byte characters", "€".repeat(100_000), 65_535],
     ["3-byte characters", "€".repeat(20_000), 7],

@@ -16,7 +16,7 @@ const payloadOf = (bytes: number) => ({ t: "x".repeat(bytes - '{"t":""}'.length)
 const many = (n: number, type = "agent.message"): EventInput[] => Array.from({ length: n }, () => ({ type, payload: {} }));
 const types = (id: string) => store.listEvents(id, 0, 500).map((e) => e.event_type);
 
-describe("§4.1 envelope", () => {
+describe("envelope", () => {
   test("schema_version 1, the task's correlation_id, the parsed payload and the stored timestamp", () => {
     const id = running(store, { correlation_id: "corr-7" });
     const at = "2026-01-05T10:00:00.125Z";
@@ -43,7 +43,7 @@ describe("§4.1 envelope", () => {
   });
 });
 
-describe("§4.2 appending and limits", () => {
+describe("appending and limits", () => {
   test("a batch is committed in order and the result names its last event id", () => {
     const id = running(store);
     const r = store.appendEvents(id, [
@@ -134,7 +134,7 @@ describe("§4.2 appending and limits", () => {
   });
 });
 
-describe("§4.4 reading", () => {
+describe("reading", () => {
   test("the cursor is exclusive and ascending: following next ids never repeats or skips an event", () => {
     const id = insert(store);
     store.appendEvents(id, Array.from({ length: 7 }, (_, i) => ({ type: "agent.message", payload: { i } })));

@@ -112,7 +112,7 @@ const INDEXES_AND_TRIGGER = [
 const namesOf = (master: Row[], types: string[]) =>
   master.filter((m) => types.includes(m.type as string) && !String(m.name).startsWith("sqlite_")).map((m) => m.name).sort();
 
-describe("§16.2 fresh schema", () => {
+describe("fresh schema", () => {
   test("a fresh file gets the three tables with every column, the indexes and the manifest trigger", () => {
     dir = tempDir("serverfs-store-migration-");
     const stateDir = join(dir.path, "state");
@@ -128,7 +128,7 @@ describe("§16.2 fresh schema", () => {
   });
 });
 
-describe("§9.2 / §16.2 manifest immutability", () => {
+describe("/ the schema manifest immutability", () => {
   test("the trigger refuses any change of manifest_json or manifest_sha256; other columns still update", () => {
     dir = tempDir("serverfs-store-migration-");
     const stateDir = join(dir.path, "state");
@@ -168,7 +168,7 @@ describe("§9.2 / §16.2 manifest immutability", () => {
   });
 });
 
-describe("§16.4 migration of a v0.6 file", () => {
+describe("migration of a v0.6 file", () => {
   test("every legacy value is kept, and every new column is null or its default", () => {
     const stateDir = legacyStateDir();
     const before = snapshot(stateDir);
@@ -203,7 +203,7 @@ describe("§16.4 migration of a v0.6 file", () => {
     expect(snapshot(stateDir)).toEqual(once);
   });
 
-  test("migrated rows read as §3.1 objects with nulls where v0.6 kept no evidence, and stay usable", () => {
+  test("migrated rows read as the task object objects with nulls where v0.6 kept no evidence, and stay usable", () => {
     const stateDir = legacyStateDir();
     const store = Store.open(stateDir, { migrate: true });
     try {

@@ -43,7 +43,7 @@ function expectUnsafe(fn: () => unknown): void {
 
 const asRoot = process.getuid?.() === 0;
 
-describe("§16.1 files and modes", () => {
+describe("files and modes", () => {
   test("a missing state_dir is created 0700; the database and its -wal / -shm files are 0600", () => {
     const stateDir = fresh();
     const store = open(stateDir);
@@ -89,7 +89,7 @@ describe("§16.1 files and modes", () => {
   });
 });
 
-describe("§16.1 STATE_DIR_UNSAFE", () => {
+describe("STATE_DIR_UNSAFE", () => {
   test("state_dir that is a symlink to a directory", () => {
     const stateDir = fresh();
     const real = dir.dir("real");
@@ -143,7 +143,7 @@ describe("§16.1 STATE_DIR_UNSAFE", () => {
   });
 });
 
-describe("§1 one store module, a connection per thread", () => {
+describe("one store module, a connection per thread", () => {
   test("a worker thread opens its own connection; its committed batch is visible to the main thread", async () => {
     const stateDir = fresh();
     const main = open(stateDir);

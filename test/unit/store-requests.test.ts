@@ -44,7 +44,7 @@ const lastEvent = (taskId: string) => {
   return page[0] ? { type: page[0].event_type, payload: page[0].payload } : null;
 };
 
-describe("§6.1 opening a request", () => {
+describe("opening a request", () => {
   test.each([
     ["approval", "waiting_for_approval", "approval.requested"],
     ["question", "waiting_for_question", "question.requested"],
@@ -104,7 +104,7 @@ describe("§6.1 opening a request", () => {
   });
 });
 
-describe("§6.2 resolution (compare-and-swap)", () => {
+describe("resolution (compare-and-swap)", () => {
   test("an approval is resolved with resolved_at and resolution, the task runs again, approval.resolved {decision}", () => {
     const id = running(store);
     const req = ask(id).request.request_id;
@@ -173,7 +173,7 @@ describe("§6.2 resolution (compare-and-swap)", () => {
   });
 });
 
-describe("§6.3 withdrawn requests", () => {
+describe("withdrawn requests", () => {
   test("the request becomes stale, the task returns to running, interaction.stale {request_id}; only once", () => {
     const id = running(store);
     const req = ask(id, "question").request.request_id;
@@ -188,7 +188,7 @@ describe("§6.3 withdrawn requests", () => {
   });
 });
 
-describe("§8.2 interaction expiry", () => {
+describe("interaction expiry", () => {
   test("stale with resolved_at, pending_request_id cleared, interaction.expired {request_id, kind}; the task still waits", () => {
     const id = running(store);
     const req = ask(id).request.request_id;

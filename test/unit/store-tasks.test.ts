@@ -57,7 +57,7 @@ function reach(s: Store, status: TaskStatus): string {
 
 const GENERIC_TARGETS: TransitionTarget[] = ["starting", "running", "succeeded", "failed", "cancelled", "interrupted"];
 
-describe("§5.3 step 13.5 insert", () => {
+describe("submission step 13.5 insert", () => {
   test("a new task is queued with the given facts, created_at = updated_at, and nothing else set", () => {
     const row = newTask({ correlation_id: "c-1", idempotency_key: null, relative_cwd: "src" });
     const r = store.insertTask(row, 1_000);
@@ -97,7 +97,7 @@ describe("§5.3 step 13.5 insert", () => {
   });
 });
 
-describe("§3 task.list and active listing", () => {
+describe("task.list and active listing", () => {
   let own: StoreFixture;
   const ids: string[] = [];
   beforeAll(() => {
@@ -134,7 +134,7 @@ describe("§3 task.list and active listing", () => {
     expect(own.store.listTasks({ limit: 4 }).nextBeforeTaskId).not.toBeNull();
   });
 
-  test("task.list pages are §3.1 task objects in the same order", () => {
+  test("task.list pages are the task object task objects in the same order", () => {
     const page = own.store.listTaskObjects({ limit: 3 });
     expect(page.tasks.map((t) => t.task_id)).toEqual(newestFirst().slice(0, 3));
     expect(page.tasks[0]).toEqual(own.store.getTaskObject(page.tasks[0]!.task_id)!);
@@ -158,7 +158,7 @@ describe("§3 task.list and active listing", () => {
   });
 });
 
-describe("§5.1 transition table", () => {
+describe("transition table", () => {
   const allowed = TASK_STATUSES.flatMap((from) =>
     TRANSITIONS[from].filter((to) => GENERIC_TARGETS.includes(to as TransitionTarget) && !(to === "running" && from !== "starting")).map((to) => [from, to] as const),
   );
@@ -228,7 +228,7 @@ describe("§5.1 transition table", () => {
   });
 });
 
-describe("§5.2 effects of a transition", () => {
+describe("effects of a transition", () => {
   test("each move sets updated_at; queued → starting sets started_at; a terminal move sets completed_at", () => {
     const id = insert(store, { created_at: "2026-01-01T00:00:00.000Z" });
     store.transition(id, "starting", { at: "2026-01-01T00:00:01.000Z" });
@@ -320,7 +320,7 @@ describe("ending a task with its lifecycle event", () => {
   });
 });
 
-describe("§5.4 provider facts", () => {
+describe("provider facts", () => {
   test("recorded with COALESCE: a null or absent value never overwrites, a new value does", () => {
     const id = reach(store, "starting");
     store.recordProvider(id, { mark: "ab".repeat(16) });
@@ -335,7 +335,7 @@ describe("§5.4 provider facts", () => {
   });
 });
 
-describe("§3.1 task object", () => {
+describe("task object", () => {
   const FIELDS = [
     "task_id", "runtime", "workdir_alias", "workdir_slot", "relative_cwd", "profile", "status", "created_at",
     "updated_at", "started_at", "completed_at", "deadline_at", "continue_from_task_id", "correlation_id",
@@ -343,7 +343,7 @@ describe("§3.1 task object", () => {
     "error_code", "error_message", "pending_request_id", "pending_request",
   ];
 
-  test("has exactly the §3.1 fields and never native ids, provider fields or the fingerprint", () => {
+  test("has exactly the task object fields and never native ids, provider fields or the fingerprint", () => {
     const row = newTask({ idempotency_key: "obj-key", request_fingerprint: "f".repeat(64), correlation_id: "corr" });
     store.insertTask(row, 1_000);
     store.recordProvider(row.task_id, { pgid: 77, startTime: 5, mark: "c".repeat(32), nativeSessionId: "sess-secret", nativeTurnId: "turn-secret" });
@@ -379,7 +379,7 @@ describe("§3.1 task object", () => {
     });
   });
 
-  test("pending_request is the §6.1 request object while pending_request_id is set", () => {
+  test("pending_request is the human-in-the-loop requests request object while pending_request_id is set", () => {
     const id = reach(store, "running");
     const req = requestId();
     const expiresAt = isoIn(60_000);
@@ -395,7 +395,7 @@ describe("§3.1 task object", () => {
   });
 });
 
-describe("§8.3 retention GC", () => {
+describe("retention GC", () => {
   test("candidates are terminal tasks completed before the cutoff, oldest first, bounded by the limit", () => {
     const own = openStore();
     try {
@@ -442,7 +442,7 @@ describe("§8.3 retention GC", () => {
     expect(count("SELECT COUNT(*) AS n FROM pending_requests WHERE task_id = ?", id)).toBe(0);
     expect(store.deleteTask(id)).toBe(false);
 
-    // the key of a collected task is free again (§5.3 step 6)
+    // the key of a collected task is free again (docs/task-model.md#submission step 6)
     expect(store.deleteTask(keyed)).toBe(true);
     expect(store.insertTask(newTask({ idempotency_key: key }), 1_000).kind).toBe("inserted");
   });

@@ -1,7 +1,7 @@
 /**
  * One persistent NDJSON connection over a Unix socket, for timing round trips: a request is one
  * line out and the next line in. Responses on one connection come back in request order (docs/bridge-rpc.md
- * §2.1), so a FIFO of waiters pairs them; several requests may be in flight at once (pipelining).
+ * docs/bridge-rpc.md#socket-and-framing), so a FIFO of waiters pairs them; several requests may be in flight at once (pipelining).
  * The same client drives the Bridge and the bare echo server, so both pay the same client costs.
  */
 import type { Socket } from "bun";

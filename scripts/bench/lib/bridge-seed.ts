@@ -114,7 +114,7 @@ export interface RawInserts {
 
 /**
  * The ingestion limit: `events` rows of the fake provider's payload shape inserted into a fresh
- * database with the §16.2 schema, WAL and `synchronous = FULL`, `batch` rows per `BEGIN IMMEDIATE`
+ * database with the docs/task-model.md#the-state-database schema, WAL and `synchronous = FULL`, `batch` rows per `BEGIN IMMEDIATE`
  * transaction, spread over `tasks` tasks as the Bridge's run spreads them.
  */
 export function rawBatchedInserts(path: string, events: number, batch: number, tasks: number): RawInserts {

@@ -1,7 +1,7 @@
 /**
  * One Bridge per state directory (docs/task-model.md#threads): an exclusive non-blocking `flock` on
  * `state_dir/bridge.lock`, held for the process's lifetime and dropped by the kernel if it dies.
- * Whoever holds it is the guard files' one writer (§12.5).
+ * Whoever holds it is the guard files' one writer (docs/reliability.md#operator-override).
  */
 import { closeSync, constants, fchmodSync, fstatSync, openSync } from "node:fs";
 import { join } from "node:path";

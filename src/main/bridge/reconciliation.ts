@@ -6,11 +6,11 @@
  * fail-closed.
  *
  * Offers:
- * - `reconcileAtStartup(scope)`: §12.2, before the socket opens — rows T1–T6 for every active task
+ * - `reconcileAtStartup(scope)`: docs/reliability.md#startup-before-the-socket-opens, before the socket opens — rows T1–T6 for every active task
  *   (with the `runtime.reconcile_*` pair, orphans terminated when `terminateOrphans`, all at once),
  *   then G1–G3 for every other guard.
- * - `reconcileSlotLazily(scope, slot)`: §12.3 at write submit; true when the slot has no guard left.
- * - `settleFinding(scope, finding)`: §12.3 periodic; acts on one gone verdict of the maintenance sweep.
+ * - `reconcileSlotLazily(scope, slot)`: docs/reliability.md#lazy-write-submit-and-periodic-maintenance at write submit; true when the slot has no guard left.
+ * - `settleFinding(scope, finding)`: docs/reliability.md#lazy-write-submit-and-periodic-maintenance periodic; acts on one gone verdict of the maintenance sweep.
  * Lazy and periodic send no signals and append only `task.reconciled` (+ `task.interrupted`).
  */
 import type { AuditLog } from "../../shared/audit.ts";
@@ -45,7 +45,7 @@ export interface StartupScope extends RecoveryScope {
 }
 
 export interface QuietScope extends RecoveryScope {
-  /** The task has a live runner in this Bridge (its runner owns it, §12.3). */
+  /** The task has a live runner in this Bridge (its runner owns it, docs/reliability.md#lazy-write-submit-and-periodic-maintenance). */
   isLive(taskId: string): boolean;
 }
 
@@ -130,7 +130,7 @@ function guardAtStartup(scope: StartupScope, slot: number, handled: ReadonlySet<
 }
 
 /**
- * §12.2 at startup: every active task (by created_at), then every guard not handled that way. The
+ * docs/reliability.md#startup-before-the-socket-opens at startup: every active task (by created_at), then every guard not handled that way. The
  * decisions — each a group check, and for a live orphan a termination of up to one bound (SIGTERM,
  * 5 s, SIGKILL, 5 s) — all run at once, so the socket opens within about one bound however many
  * orphans there are. The records are still written in order: every task's `runtime.reconcile_started`
@@ -204,7 +204,7 @@ function recordGuardAlone(scope: StartupScope, g: Guard, row: TaskRow | null, de
 }
 
 /**
- * The §12.3 table for a gone verdict: an active task is interrupted with AGENT_PROVIDER_INACTIVE (or
+ * The docs/reliability.md#lazy-write-submit-and-periodic-maintenance table for a gone verdict: an active task is interrupted with AGENT_PROVIDER_INACTIVE (or
  * BRIDGE_STORAGE_ERROR for a run whose end the store could not take then); a guard naming the task is
  * removed, and a terminal task is told so only when that removal happened. A missing row leaves only
  * the audit line.
@@ -226,7 +226,7 @@ function settleGone(scope: RecoveryScope, slot: number | null, taskId: string, f
   scope.store.appendEvents(taskId, [{ type: "task.reconciled", payload: { status: verdict.status, provider_active: false } }], { allowTerminal: true });
 }
 
-/** §12.3 lazy, for a write submit on `slot`: true when no guard is left (cleared on proof, or none). */
+/** docs/reliability.md#lazy-write-submit-and-periodic-maintenance lazy, for a write submit on `slot`: true when no guard is left (cleared on proof, or none). */
 export function reconcileSlotLazily(scope: RecoveryScope, slot: number): boolean {
   const read = readGuard(scope.lockDir, slot);
   if (read.kind === "absent") return true;
@@ -240,7 +240,7 @@ export function reconcileSlotLazily(scope: RecoveryScope, slot: number): boolean
 }
 
 /**
- * §12.3 periodic: the maintenance worker decided `finding` from a snapshot; this re-checks on the
+ * docs/reliability.md#lazy-write-submit-and-periodic-maintenance periodic: the maintenance worker decided `finding` from a snapshot; this re-checks on the
  * main thread that it still holds — no live runner took the task, and a guard finding's guard still
  * names it — before acting. A proven-gone provider never comes back, so the verdict itself stays true.
  */

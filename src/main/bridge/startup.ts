@@ -1,7 +1,7 @@
 /**
  * `serverfs bridge` (docs/task-model.md#reconciliation order): instance lock → database and migration → lock and
  * spool directories → GC → reconciliation → workers → socket → serve. SIGTERM/SIGINT/SIGHUP run the
- * bounded shutdown of §14; a second signal forces exit 1, leaving unverified guards for the next
+ * bounded shutdown of docs/task-model.md#shutdown; a second signal forces exit 1, leaving unverified guards for the next
  * start to reconcile.
  */
 import * as Comlink from "comlink";
@@ -32,7 +32,7 @@ import { TaskService } from "./service/task-service.ts";
 
 export interface RunningBridge {
   service: TaskService;
-  /** Runs the §14 shutdown; resolves when everything is released. */
+  /** Runs the docs/task-model.md#shutdown; resolves when everything is released. */
   stop(): Promise<void>;
   /** Crash tests: ends the provider worker as if it had died. */
   terminateProviderWorker(): void;
@@ -128,7 +128,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
     });
     warnUnavailableRuntimes(probes, audit);
 
-    // §1: a provider worker that dies is replaced; the tasks it ran end AGENT_PROVIDER_DISCONNECTED
+    // docs/task-model.md#threads: a provider worker that dies is replaced; the tasks it ran end AGENT_PROVIDER_DISCONNECTED
     // through their own finally paths (each pending `run` call rejects when the worker is lost).
     let stopping: Promise<void> | null = null;
     const supervise = (w: StartedWorker<ProviderWorker>) => {
@@ -148,7 +148,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
       stopping ??= (async () => {
         const began = performance.now();
         audit.info("shutdown_started", { live_tasks: service.liveTaskIds().length });
-        // §14 step 1 first: nothing new is accepted while providers are being stopped
+        // docs/task-model.md#shutdown step 1 first: nothing new is accepted while providers are being stopped
         await rpc.close();
         await service.shutdown();
         await maintenance.remote.stop().catch(() => undefined);

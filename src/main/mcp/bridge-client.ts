@@ -3,7 +3,7 @@
  * socket, one request line, one response line, close. Offers `BridgeClient` (`call`),
  * `BridgeClientOptions`, `CallOptions`, `knownHostPaths(config)`.
  *
- * Failures, as the §9.1 mapping table has them:
+ * Failures, as the docs/mcp-tools.md#bridge-calls mapping table has them:
  * - connect fails, an OS error during the exchange, the timeout, or the caller's abort →
  *   AGENT_BRIDGE_UNAVAILABLE;
  * - a response that is not one line of JSON, over 1 MiB, with the wrong key set, another

@@ -50,7 +50,7 @@ export interface ToolDef<I extends ObjectSchema = ObjectSchema> {
    * (docs/mcp-tools.md#results-and-errors).
    */
   bulk?: readonly string[];
-  /** Fields every `tool_call` record of this tool carries, a schema failure's included (§10). */
+  /** Fields every `tool_call` record of this tool carries, a schema failure's included (docs/mcp-tools.md#audit-log). */
   auditFields?: AuditFields;
   run(args: v.InferOutput<I>, call: ToolCall): Promise<Record<string, unknown> | WithContent> | Record<string, unknown> | WithContent;
 }

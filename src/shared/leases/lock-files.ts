@@ -44,7 +44,7 @@ export function ensurePrivateDir(dir: string, mode: number, gid: number | null, 
   }
 }
 
-/** Prepares `lock_dir`, `active/` and the sixteen lock files (docs/task-model.md#lease-files-and-the-active-slot-guard, §11.2). */
+/** Prepares `lock_dir`, `active/` and the sixteen lock files (docs/task-model.md#lease-files-and-the-active-slot-guard, docs/task-model.md#lease-files-and-the-active-slot-guard). */
 export function prepareLockDir(lockDir: string, sharingGid: number | null): void {
   const dirMode = sharingGid === null ? 0o700 : 0o750;
   ensurePrivateDir(lockDir, dirMode, sharingGid, unsafe);

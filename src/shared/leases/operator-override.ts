@@ -1,6 +1,6 @@
 /**
  * The operator's view and override of active-slot guards (docs/bridge-rpc.md#methods `recovery.list` /
- * `recovery.clear`, §12.5). The guard keeps exactly one writer — whoever holds the Bridge instance
+ * `recovery.clear`, docs/reliability.md#operator-override). The guard keeps exactly one writer — whoever holds the Bridge instance
  * lock — so these run either inside the Bridge (over its socket, on its main thread) or in the
  * `serverfs recovery` command while it holds the instance lock itself; the caller guarantees which.
  *
@@ -51,7 +51,7 @@ export function listGuards(lockDir: string, store: Store | null): GuardListing[]
       slot,
       task_id: g.task_id,
       runtime: g.runtime,
-      // a guard is valid with only task_id and runtime right (§11.2 "Read"); the rest is shown as found
+      // a guard is valid with only task_id and runtime right ("Read"); the rest is shown as found
       workdir_alias: stringOrNull(g.workdir_alias),
       created_at: stringOrNull(g.created_at),
       task_status: row?.status ?? null,
@@ -68,7 +68,7 @@ export interface OverrideScope {
 }
 
 /**
- * §12.5 steps 2–5: under the slot's lease (busy → WORKDIR_BUSY: a live write task holds it), remove
+ * docs/reliability.md#operator-override steps 2–5: under the slot's lease (busy → WORKDIR_BUSY: a live write task holds it), remove
  * whatever guard is there, invalid ones included, and record it on the task without changing its
  * status. The caller has checked `--confirm`.
  */

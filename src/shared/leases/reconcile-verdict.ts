@@ -37,7 +37,7 @@ export interface Evidence {
   nativeSessionId: string | null;
   /**
    * The task never left `queued`: a provider is spawned only after the `starting` commit, which
-   * sets `started_at` (§5.4 step 1), so a null `started_at` proves no provider ever existed.
+   * sets `started_at` (docs/task-model.md#execution step 1), so a null `started_at` proves no provider ever existed.
    */
   neverSpawned: boolean;
 }
@@ -65,7 +65,7 @@ export const goneVerdict = (e: Evidence): Verdict => ({
   providerActive: false,
 });
 
-/** The §11.5 group check alone, no signals (lazy and periodic reconciliation, rows T1, T2, T5, T6). */
+/** The docs/task-model.md#process-group-proof group check alone, no signals (lazy and periodic reconciliation, rows T1, T2, T5, T6). */
 export function checkVerdict(e: Evidence): Verdict {
   if (e.neverSpawned) return goneVerdict(e);
   const check = checkProcessGroup(e.pgid, e.startTime, e.mark);

@@ -1,5 +1,5 @@
 /**
- * Path confinement (docs/mcp-tools.md#path-confinement–§4.4): the one policy object every channel uses — list,
+ * Path confinement (docs/mcp-tools.md#path-confinement to docs/mcp-tools.md#hidden-reserved-and-denied-names): the one policy object every channel uses — list,
  * find, search, read, stat, resource, mutations, binary tools and the Agent start directory.
  */
 import { ServerFsError } from "../errors.ts";
@@ -88,7 +88,7 @@ const REFUSAL_PHRASE: Record<PathRefusal, string> = {
 };
 
 /**
- * §4.3 steps 1–6 in order; the first failing step decides the code. A rejected path is echoed
+ * docs/mcp-tools.md#path-confinement steps 1–6 in order; the first failing step decides the code. A rejected path is echoed
  * only in its normalized form, and never when it escapes or holds NUL.
  */
 export function confinePath(alias: string, input: string, policy: PathPolicy): NormalizedPath {

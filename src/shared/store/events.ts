@@ -1,9 +1,9 @@
 /**
- * The events table (docs/events.md#the-envelope–§4.2): appending under the two limits, reading by cursor, and the
+ * The events table (docs/events.md#the-envelope to docs/events.md#appending): appending under the two limits, reading by cursor, and the
  * envelope a reader sees.
  *
  * Offers:
- * - `appendEvents(db, taskId, events, opts)`: one `BEGIN IMMEDIATE` transaction per batch (§4.2).
+ * - `appendEvents(db, taskId, events, opts)`: one `BEGIN IMMEDIATE` transaction per batch (docs/events.md#appending).
  * - `insertEvents(db, taskId, events, opts)`: the same inside a caller's transaction (service events
  *   written together with a state change).
  * - `listEvents(db, taskId, afterEventId, limit)`, `maxEventId(db, taskId)`, `latestEvent(db, taskId, type)`.
@@ -36,7 +36,7 @@ export interface AppendResult {
 }
 
 export interface AppendOptions {
-  /** Reconciliation and operator events may be appended to a terminal task (§4.2). */
+  /** Reconciliation and operator events may be appended to a terminal task (docs/events.md#appending). */
   allowTerminal?: boolean;
 }
 
@@ -45,7 +45,7 @@ export interface InsertOptions {
   /**
    * `stop`: a provider batch keeps the events before the first breaking one and drops the rest.
    * `skip`: service events are each dropped on their own when they break a limit (the state change
-   * they report still commits, §4.2).
+   * they report still commits, docs/events.md#appending).
    */
   onLimit: "stop" | "skip";
 }

@@ -3,16 +3,16 @@
  * `Store` (its own connection to the one WAL file); only the main thread opens with `migrate: true`.
  * No globals: two stores in one thread are independent connections.
  *
- * `Store.open(stateDir, { migrate, onEventDropped })` — §16.1 safety checks and pragmas, STATE_DIR_UNSAFE
- * on violation; `onEventDropped` hears of every service event a limit dropped (§4.2).
+ * `Store.open(stateDir, { migrate, onEventDropped })` — docs/task-model.md#the-state-database safety checks and pragmas, STATE_DIR_UNSAFE
+ * on violation; `onEventDropped` hears of every service event a limit dropped (docs/events.md#appending).
  *
- * Tasks (§3, §5):
+ * Tasks (docs/bridge-rpc.md#methods, docs/task-model.md#states-and-transitions):
  * - `insertTask(row, maxActive)` → `{kind: "inserted", task}` | `{kind: "idempotency_key_taken", existing}`;
  *   throws AGENT_TASK_LIMIT_REACHED (active count ≥ maxActive, counted in the same transaction) or
  *   AGENT_TASK_EXISTS (task id taken).
- * - `getTask(id)`, `getTaskObject(id)` (the §3.1 object, or null), `findByIdempotencyKey(key)`,
+ * - `getTask(id)`, `getTaskObject(id)` (the docs/task-model.md#the-task-object, or null), `findByIdempotencyKey(key)`,
  *   `listActive()` (by created_at), `countActive()`, `listTasks({status, limit, beforeTaskId})` and
- *   `listTaskObjects(...)` (rows / §3.1 objects, newest first by created_at then task_id; INVALID_LIMIT
+ *   `listTaskObjects(...)` (rows / docs/task-model.md#the-task-object objects, newest first by created_at then task_id; INVALID_LIMIT
  *   outside 1..500; AGENT_TASK_NOT_FOUND for an unknown cursor).
  * - `transition(id, to, {from, at, error, set, events})` → `{task, events}` or null when the CAS lost.
  *   Targets: starting, running (from starting), succeeded, failed, cancelled, interrupted; waiting states
@@ -23,14 +23,14 @@
  *   with that end's own lifecycle event (`task.cancelled` / `task.failed` / `task.interrupted`).
  * - `recordProvider(id, {pgid, startTime, mark, nativeSessionId, nativeTurnId})` → row or null (COALESCE).
  *
- * Events (§4):
+ * Events (docs/events.md):
  * - `appendEvents(id, events, {allowTerminal})` → `{appended, lastEventId, broke, discarded}`: one
  *   transaction, in order, stops at the first event breaking a limit (`broke` names the code); a terminal
  *   or missing task discards the batch unless `allowTerminal` (reconciliation and operator events).
- * - `listEvents(id, afterEventId, limit)` → envelopes (§4.1) ascending; `maxEventId(id)` (0 when none);
+ * - `listEvents(id, afterEventId, limit)` → envelopes (docs/events.md#the-envelope) ascending; `maxEventId(id)` (0 when none);
  *   `latestEvent(id, type)`.
  *
- * Requests (§6, §8.2):
+ * Requests (docs/task-model.md#human-in-the-loop-requests, docs/task-model.md#deadlines-and-interaction-expiry):
  * - `openRequest({requestId, taskId, kind, payload, expiresAt})` → `{request, task, events}`; throws
  *   AGENT_INTERACTION_TOO_LARGE, AGENT_TASK_NOT_FOUND, REQUEST_PENDING, INVALID_TASK_TRANSITION, REQUEST_EXISTS.
  * - `getRequest(id)`, `resolveRequest(taskId, requestId, resolution)`, `staleRequest(taskId, requestId,
@@ -38,7 +38,7 @@
  *
  * Backup: `backupTo(file)` → `{bytes, tasks, events}`, an online `VACUUM INTO` a new 0600 file.
  *
- * Retention (§8.3): `gcCandidates(cutoffIso, limit)` (terminal, completed_at < cutoff, oldest first),
+ * Retention (docs/task-model.md#retention): `gcCandidates(cutoffIso, limit)` (terminal, completed_at < cutoff, oldest first),
  * `deleteTask(id)` → false for an active or unknown task (events and requests cascade);
  * `deleteTasks(ids)` → the ids deleted, one transaction for the whole batch.
  */
@@ -82,7 +82,7 @@ export { MAX_EVENT_PAGE } from "./events.ts";
 
 export interface StoreOptions extends OpenOptions {
   /**
-   * Told about each service event a limit dropped: §4.2 wants it dropped *and logged*, while the
+   * Told about each service event a limit dropped: docs/events.md#appending wants it dropped *and logged*, while the
    * state change it reports still commits. The store has no log of its own, so its owner logs.
    */
   onEventDropped?: (taskId: string, code: events.EventLimitCode) => void;
@@ -121,7 +121,7 @@ export class Store {
     return tasks.getTask(this.db, taskId);
   }
   /**
-   * The §3.1 object with its pending request, read in one snapshot. A single SELECT is a snapshot by
+   * The docs/task-model.md#the-task-object with its pending request, read in one snapshot. A single SELECT is a snapshot by
    * itself; only a row that names a request is read again with it in one transaction (whose
    * BEGIN/COMMIT would otherwise cost about a tenth of every `task.get`).
    */
@@ -148,7 +148,7 @@ export class Store {
   listTasks(query: tasks.ListTasksQuery = {}): tasks.TaskPage {
     return tasks.listTasks(this.db, query);
   }
-  /** `listTasks` as §3.1 objects (what `task.list` answers), read in one snapshot. */
+  /** `listTasks` as docs/task-model.md#the-task-object objects (what `task.list` answers), read in one snapshot. */
   listTaskObjects(query: tasks.ListTasksQuery = {}): { tasks: TaskObject[]; nextBeforeTaskId: string | null } {
     return this.db.transaction(() => {
       const page = tasks.listTasks(this.db, query);

@@ -1,6 +1,6 @@
 /**
  * The additive, idempotent migration of docs/task-model.md#the-state-database, run by the main thread at every start
- * (after WAL is set) in one `BEGIN IMMEDIATE` transaction. A fresh file gets the §16.2 schema; a v0.6
+ * (after WAL is set) in one `BEGIN IMMEDIATE` transaction. A fresh file gets the docs/task-model.md#the-state-database schema; a v0.6
  * file gets the missing columns with null or their default, never invented evidence; a current file
  * is left exactly as it is.
  *
@@ -9,7 +9,7 @@
 import type { Database } from "bun:sqlite";
 import { CREATE_INDEXES_AND_TRIGGERS, CREATE_TABLES } from "./schema.ts";
 
-/** §16.4 step 2, in the spec's order: the tasks columns a v0.6 file lacks. */
+/** docs/task-model.md#the-state-database step 2, in the spec's order: the tasks columns a v0.6 file lacks. */
 const ADDED_TASK_COLUMNS: readonly (readonly [name: string, decl: string])[] = [
   ["deadline_at", "TEXT"],
   ["correlation_id", "TEXT"],

@@ -25,7 +25,7 @@ export const DB_FILE = "state.sqlite3";
 const DB_FILES = [DB_FILE, `${DB_FILE}-wal`, `${DB_FILE}-shm`] as const;
 
 export interface OpenOptions {
-  /** Main thread only: set WAL and run the §16.4 migration before returning. */
+  /** Main thread only: set WAL and run the docs/task-model.md#the-state-database migration before returning. */
   migrate?: boolean;
   /** Told what the migration started from (the Bridge logs it). */
   onMigrated?: (from: MigratedFrom) => void;

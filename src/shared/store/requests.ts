@@ -1,5 +1,5 @@
 /**
- * Pending human-in-the-loop requests (docs/task-model.md#human-in-the-loop-requests, §8.2): opening one together with the task's move
+ * Pending human-in-the-loop requests (docs/task-model.md#human-in-the-loop-requests, docs/task-model.md#deadlines-and-interaction-expiry): opening one together with the task's move
  * to a waiting state, and the three ways it stops being pending — resolved, withdrawn, expired — each
  * a compare-and-swap on the request still being `pending`, so only one of racing timers, sweeps and
  * replies wins.
@@ -21,9 +21,9 @@ export interface OpenRequestInput {
   requestId: string;
   taskId: string;
   kind: RequestKind;
-  /** Already redacted (§4.5); its compact JSON must fit `max_interaction_bytes`. */
+  /** Already redacted (docs/events.md#redaction); its compact JSON must fit `max_interaction_bytes`. */
   payload: Record<string, unknown>;
-  /** Computed by the caller per §6.1 step 2; never later than the task's deadline. */
+  /** Computed by the caller per docs/task-model.md#human-in-the-loop-requests step 2; never later than the task's deadline. */
   expiresAt: string;
   at?: string;
 }
@@ -40,7 +40,7 @@ export interface RequestChange {
   events: AppendResult;
 }
 
-/** `withdrawn`: the provider took its request back; `expired`: `expires_at` was reached (§8.2). */
+/** `withdrawn`: the provider took its request back; `expired`: `expires_at` was reached (docs/task-model.md#deadlines-and-interaction-expiry). */
 export type StaleReason = "withdrawn" | "expired";
 
 const waitingState = (kind: RequestKind) => (kind === "approval" ? "waiting_for_approval" : "waiting_for_question");
@@ -126,7 +126,7 @@ function resolutionEvent(kind: RequestKind, resolution: Resolution) {
 }
 
 /**
- * §6.2 resolution: only if the request is still pending AND still the task's pending request, set it
+ * docs/bridge-rpc.md#taskapprovalrespond-and-taskquestionanswer resolution: only if the request is still pending AND still the task's pending request, set it
  * `resolved` with `resolved_at` / `resolution_json`, move the task back to `running` and append
  * `approval.resolved {decision}` / `question.answered {question_count}`. Null when the CAS lost; the
  * caller re-reads to tell REQUEST_ALREADY_RESOLVED from REQUEST_STALE.
@@ -148,10 +148,10 @@ export function resolveRequest(
 }
 
 /**
- * §6.3 / §8.2: the request becomes `stale` with `resolved_at` and `pending_request_id` is cleared.
+ * docs/task-model.md#human-in-the-loop-requests / docs/task-model.md#deadlines-and-interaction-expiry: the request becomes `stale` with `resolved_at` and `pending_request_id` is cleared.
  * Withdrawn: the task returns to `running`, `interaction.stale {request_id}`. Expired:
  * `interaction.expired {request_id, kind}`; the task stays waiting until the caller ends it
- * (§8.2 step 4). Null when the request was no longer pending (only the winner emits the event).
+ * (docs/task-model.md#deadlines-and-interaction-expiry step 4). Null when the request was no longer pending (only the winner emits the event).
  */
 export function staleRequest(
   db: Database,

@@ -44,7 +44,7 @@ export interface TaskRow {
   event_count: number;
 }
 
-/** What a submission writes (§5.3 step 13.5); the rest starts null, `queued`, 0 or `inline`. */
+/** What a submission writes (docs/task-model.md#submission step 13.5); the rest starts null, `queued`, 0 or `inline`. */
 export interface NewTask {
   task_id: string;
   runtime: string;

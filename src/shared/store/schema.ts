@@ -1,5 +1,5 @@
 /**
- * The fresh-database schema of docs/task-model.md#the-state-database, verbatim, in the two groups the migration (§16.4)
+ * The fresh-database schema of docs/task-model.md#the-state-database, verbatim, in the two groups the migration (docs/task-model.md#the-state-database)
  * runs at different steps: the tables first, the indexes and the manifest trigger last (after any
  * missing column has been added, since an index or trigger may name one).
  *

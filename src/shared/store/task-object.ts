@@ -1,11 +1,11 @@
 /**
  * The task object of docs/task-model.md#the-task-object (what `task.get` and `task.list` return) and the request object of
- * §6.1, built from rows. Pure mapping, no SQL.
+ * docs/task-model.md#human-in-the-loop-requests, built from rows. Pure mapping, no SQL.
  *
  * Offers: `taskObject(row, pendingRequest)`, `requestObject(row)`, `TaskObject`, `RequestObject`,
  * `ResultObject`.
  *
- * Never returned (§3.1): native session/turn ids, provider_pgid, provider_start_time, provider_mark,
+ * Never returned (docs/task-model.md#the-task-object): native session/turn ids, provider_pgid, provider_start_time, provider_mark,
  * request_fingerprint, event_count; the prompt is never stored at all. The mapper names each field it
  * returns, so a new column can never leak by accident.
  */

@@ -1,7 +1,7 @@
 /**
- * The tasks table: submission insert (§5.3 step 13.5), reads and listings (§3, §16.1), the
- * table-driven state transition with its effects (§5.1–§5.2), provider facts (§5.4, COALESCE), and
- * the retention GC queries (§8.3).
+ * The tasks table: submission insert (docs/task-model.md#submission step 13.5), reads and listings (docs/bridge-rpc.md#methods, docs/task-model.md#the-state-database), the
+ * table-driven state transition with its effects (docs/task-model.md#states-and-transitions), provider facts (docs/task-model.md#execution, COALESCE), and
+ * the retention GC queries (docs/task-model.md#retention).
  *
  * Offers: `insertTask`, `getTask`, `findByIdempotencyKey`, `listActive`, `countActive`, `listTasks`,
  * `transition`, `endTask`, `recordProvider`, `gcCandidates`, `deleteTask`, `deleteTasks` and their option/result types.
@@ -40,7 +40,7 @@ export function countActive(db: Database): number {
   return db.query<{ n: number }, []>(`SELECT COUNT(*) AS n FROM tasks WHERE status IN ${ACTIVE_IN}`).get()!.n;
 }
 
-/** Every non-terminal task, oldest first (the order reconciliation walks them, §12.2). */
+/** Every non-terminal task, oldest first (the order reconciliation walks them, docs/reliability.md#startup-before-the-socket-opens). */
 export function listActive(db: Database): TaskRow[] {
   return db.query<TaskRow, []>(`${SELECT_TASK} WHERE status IN ${ACTIVE_IN} ORDER BY created_at, task_id`).all();
 }
@@ -99,7 +99,7 @@ export interface TaskPage {
   nextBeforeTaskId: string | null;
 }
 
-/** Newest first by created_at, then task_id (§3 task.list). An unknown cursor is AGENT_TASK_NOT_FOUND. */
+/** Newest first by created_at, then task_id (task.list). An unknown cursor is AGENT_TASK_NOT_FOUND. */
 export function listTasks(db: Database, q: ListTasksQuery = {}): TaskPage {
   const limit = q.limit ?? 100;
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_TASK_PAGE) {
@@ -126,7 +126,7 @@ export function listTasks(db: Database, q: ListTasksQuery = {}): TaskPage {
   return { tasks, nextBeforeTaskId: rows.length > limit ? tasks[tasks.length - 1]!.task_id : null };
 }
 
-/** Result columns a transition may write with the move (the success path of §5.4 step 6). */
+/** Result columns a transition may write with the move (the success path of docs/task-model.md#execution step 6). */
 export interface ResultColumns {
   final_response?: string | null;
   result_storage?: ResultStorage;
@@ -139,7 +139,7 @@ const RESULT_COLUMNS = ["final_response", "result_storage", "result_size_bytes",
 export type TransitionTarget = Exclude<TaskStatus, "queued" | "waiting_for_approval" | "waiting_for_question">;
 
 export interface TransitionOptions {
-  /** Narrows the allowed sources of the §5.1 table (e.g. only from `running`). */
+  /** Narrows the allowed sources of the docs/task-model.md#states-and-transitions table (e.g. only from `running`). */
   from?: readonly TaskStatus[];
   /** The transition time; defaults to now. */
   at?: string;
@@ -147,7 +147,7 @@ export interface TransitionOptions {
   error?: { code: ErrorCode; message: string };
   /** Result columns written in the same UPDATE. */
   set?: ResultColumns;
-  /** Lifecycle events appended in the same transaction; one that breaks a limit is dropped (§4.2). */
+  /** Lifecycle events appended in the same transaction; one that breaks a limit is dropped (docs/events.md#appending). */
   events?: readonly EventInput[];
 }
 
@@ -161,7 +161,7 @@ const needsError = (to: TaskStatus) => to === "failed" || to === "interrupted";
 const REQUEST_STATES: readonly TaskStatus[] = ["waiting_for_approval", "waiting_for_question"];
 
 /**
- * The sources the §5.1 table allows for `to`, narrowed by `from`. A waiting state is entered, and left
+ * The sources the docs/task-model.md#states-and-transitions table allows for `to`, narrowed by `from`. A waiting state is entered, and left
  * for `running`, only through its request (requests.ts), which keeps pending_request_id consistent.
  */
 function allowedSources(to: TaskStatus, from: readonly TaskStatus[] | undefined): TaskStatus[] {
@@ -174,7 +174,7 @@ function allowedSources(to: TaskStatus, from: readonly TaskStatus[] | undefined)
 }
 
 /**
- * One compare-and-swap move with the effects of §5.2, all in one transaction. Returns null when the
+ * One compare-and-swap move with the effects of docs/task-model.md#states-and-transitions, all in one transaction. Returns null when the
  * task was not in an allowed source state (a lost race or an already settled task); never throws
  * for that. Throws INVALID_TASK_TRANSITION only for a move the table can never allow.
  */
@@ -287,7 +287,7 @@ export function recordProvider(db: Database, taskId: string, facts: ProviderFact
 }
 
 /**
- * Terminal tasks completed before `cutoff`, oldest first (§8.3). The unary `+` keeps SQLite off the
+ * Terminal tasks completed before `cutoff`, oldest first (docs/task-model.md#retention). The unary `+` keeps SQLite off the
  * status index, which would visit every retained task on every pass (about 40 ms per pass with
  * 100,000 of them, paid by every submit); the completed_at index visits only the expired ones.
  */

@@ -49,7 +49,14 @@ export function startRun(
 ): RunHandle {
   let proc: ProviderProcess;
   try {
-    proc = spawnProvider({ ...spec, cwd: ctx.cwd, startDir: ctx.startDir, mark: ctx.mark, onOutput: () => ctx.activity() });
+    proc = spawnProvider({
+      ...spec,
+      cwd: ctx.cwd,
+      startDir: ctx.startDir,
+      mark: ctx.mark,
+      keepBytes: ctx.keepBytes,
+      onOutput: () => ctx.activity(),
+    });
   } catch (e) {
     return spawnFailure(failedFrom(e), steering);
   }

@@ -13,6 +13,7 @@
  */
 import * as v from "valibot";
 import type { ProviderProcess } from "./spawn.ts";
+import type { JsonLine } from "./line-reader.ts";
 
 export const METHOD_NOT_FOUND = -32601;
 
@@ -34,13 +35,7 @@ export type Incoming =
   | { kind: "request"; id: RequestId; method: string; params: Record<string, unknown> }
   | { kind: "notification"; method: string; params: Record<string, unknown> };
 
-export function parseIncoming(line: string): Incoming | null {
-  let json: unknown;
-  try {
-    json = JSON.parse(line);
-  } catch {
-    return null;
-  }
+export function parseIncoming(json: JsonLine): Incoming | null {
   const req = v.safeParse(RequestSchema, json);
   if (req.success) return { kind: "request", id: req.output.id, method: req.output.method, params: req.output.params };
   const note = v.safeParse(NotificationSchema, json);

@@ -14,6 +14,7 @@
  * Bridge's normalized payloads, as the codex and claude adapters do with theirs.
  */
 import * as v from "valibot";
+import type { JsonLine } from "./line-reader.ts";
 import { DECISIONS } from "../../shared/hitl-validation.ts";
 
 export const FAKE_WIRE_PROTOCOL = 1;
@@ -61,14 +62,8 @@ export type AdapterLine = v.InferOutput<typeof AdapterLineSchema>;
 export type ProviderLine = v.InferOutput<typeof ProviderLineSchema>;
 export type RunRequest = Extract<AdapterLine, { type: "run" }>;
 
-/** Parses one wire line against `schema`; null when it is not JSON or does not fit. */
-export function parseLine<T extends v.GenericSchema>(schema: T, line: string): v.InferOutput<T> | null {
-  let json: unknown;
-  try {
-    json = JSON.parse(line);
-  } catch {
-    return null;
-  }
-  const r = v.safeParse(schema, json);
+/** Checks one parsed wire line against `schema`; null when it was not JSON or does not fit. */
+export function parseLine<T extends v.GenericSchema>(schema: T, line: JsonLine): v.InferOutput<T> | null {
+  const r = v.safeParse(schema, line);
   return r.success ? r.output : null;
 }

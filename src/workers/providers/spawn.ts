@@ -10,7 +10,8 @@
  *   handle on the directory verified at submit, re-opened without following links; a start directory
  *   swapped since (for a symlink, say), or a leader whose `/proc/<pid>/cwd` is another directory
  *   (then killed with its group), throws `ServerFsError("SYMLINK_NOT_ALLOWED")`.
- * - `ProviderProcess`: `lines` (the stdout line reader, 64 MiB cap unless `spec.lineCap`), `send(line)`,
+ * - `ProviderProcess`: `lines` (the stdout as parsed JSON lines, 64 MiB cap unless `spec.lineCap`,
+ *   long strings kept up to `spec.keepBytes`), `send(line)`,
  *   `closeStdin()`, `exited`, `closeAndWait(timeoutMs)`, `stderrTail()`.
  * - `STDERR_TAIL_BYTES`, types `SpawnSpec`, `ProviderProcess`.
  *
@@ -20,7 +21,7 @@ import { ServerFsError } from "../../shared/errors.ts";
 import { closeQuietly } from "../../shared/fs/dir-handle.ts";
 import { cwdIdentityOf, type DirIdentity, openVerifiedStartDir, replaced, type VerifiedStartDir } from "../../shared/fs/start-directory.ts";
 import { PROVIDER_MARK_VARIABLE, readProcStat } from "../../shared/process-group.ts";
-import { readLines } from "./line-reader.ts";
+import { type JsonLine, readJsonLines } from "./line-reader.ts";
 
 export const STDERR_TAIL_BYTES = 8192;
 
@@ -39,6 +40,8 @@ export interface SpawnSpec {
   /** 32 lowercase hex, already durable before this call (§5.4 step 2). */
   mark: string;
   lineCap?: number;
+  /** How much of a long string in a line is kept (docs/runtimes.md#process-model); default all of it. */
+  keepBytes?: number;
   stderrTailBytes?: number;
   /** Called for every stdout line, before it is handed on (the idle timer's signal of life). */
   onOutput?: () => void;
@@ -50,8 +53,8 @@ export interface ProviderProcess {
   readonly pgid: number;
   /** Field 22 of `/proc/<pid>/stat`. */
   readonly startTime: number;
-  /** The provider's stdout, line by line; iterate it once. */
-  readonly lines: AsyncGenerator<string>;
+  /** The provider's stdout, line by line, each parsed (`NOT_JSON` when it is not JSON); iterate it once. */
+  readonly lines: AsyncGenerator<JsonLine>;
   /** Writes `line` plus a newline; writes after the provider went away are dropped. */
   send(line: string): void;
   closeStdin(): void;
@@ -129,11 +132,12 @@ export function spawnProvider(spec: SpawnSpec): ProviderProcess {
     exitedFlag = true;
     return code;
   });
+  const lineOptions = { cap: spec.lineCap, keepBytes: spec.keepBytes };
   return {
     pid: child.pid,
     pgid: stat.pgrp,
     startTime: stat.startTime,
-    lines: spec.onOutput ? tapLines(readLines(child.stdout, spec.lineCap), spec.onOutput) : readLines(child.stdout, spec.lineCap),
+    lines: spec.onOutput ? tapLines(readJsonLines(child.stdout, lineOptions), spec.onOutput) : readJsonLines(child.stdout, lineOptions),
     send(line) {
       if (!stdinOpen) return;
       try {
@@ -173,7 +177,7 @@ function killGroup(pgid: number): void {
   }
 }
 
-async function* tapLines(lines: AsyncGenerator<string>, onLine: () => void): AsyncGenerator<string> {
+async function* tapLines(lines: AsyncGenerator<JsonLine>, onLine: () => void): AsyncGenerator<JsonLine> {
   for await (const line of lines) {
     onLine();
     yield line;

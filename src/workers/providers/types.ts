@@ -135,6 +135,11 @@ export interface RunContext {
   mark: string;
   /** The provider's environment (the Bridge's plus the runtime's own variables). */
   env: Readonly<Record<string, string | undefined>>;
+  /**
+   * How many bytes of a long string in a provider line are kept (the rest is dropped as it is read;
+   * docs/runtimes.md#process-model). The Bridge sets it from the run's roots; absent, nothing is cut.
+   */
+  keepBytes?: number;
   emit(type: ProviderEventType, payload: Record<string, unknown>): void;
   /** Rejects with a ServerFsError (e.g. AGENT_INTERACTION_EXPIRED) when no human answer will come. */
   requestApproval(payload: ApprovalPayload): Promise<ApprovalResolution>;

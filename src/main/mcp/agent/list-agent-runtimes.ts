@@ -1,5 +1,5 @@
 /**
- * `list_agent_runtimes` (docs/mcp-tools.md#mcp-side-checks–§9.4): the Bridge's runtimes filtered to the union of
+ * `list_agent_runtimes` (docs/mcp-tools.md#mcp-side-checks to docs/mcp-tools.md#agent-tool-results): the Bridge's runtimes filtered to the union of
  * every workdir's allowlist; with no allowlisted runtime at all, no RPC is made.
  */
 import * as v from "valibot";

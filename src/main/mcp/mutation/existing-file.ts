@@ -1,5 +1,5 @@
 /**
- * Opening the regular file a call works on (docs/mcp-tools.md#traversal-by-handle-and-symlinks, §4.9): the type is decided from a
+ * Opening the regular file a call works on (docs/mcp-tools.md#traversal-by-handle-and-symlinks, docs/mcp-tools.md#special-files): the type is decided from a
  * no-follow stat of the final name before anything is opened, the open itself is non-blocking and
  * never follows a link, and the object actually opened is checked again, so a FIFO, device or
  * symlink swapped in between can neither block the call nor be acted on.

@@ -88,7 +88,7 @@ export async function runMutation<T>(deps: McpDeps, call: ToolCall, spec: Mutati
         },
       });
     } catch (e) {
-      // An OS error a tool did not map itself is still a mutation-side failure (§4.6).
+      // An OS error a tool did not map itself is still a mutation-side failure (docs/mcp-tools.md#os-errors).
       if (!(e instanceof ServerFsError) && osCode(e)?.startsWith("E")) throw osError(e, "mutation", where);
       throw e;
     } finally {

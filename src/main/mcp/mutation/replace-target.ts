@@ -1,6 +1,6 @@
 /**
  * The one existing regular file an edit or an overwriting upload replaces (docs/mcp-tools.md#edit_text_file,
- * §7.2), checked in the contract's order: missing, symlink, directory, special file, revision,
+ * docs/mcp-tools.md#upload_binary_file), checked in the contract's order: missing, symlink, directory, special file, revision,
  * then more than one hard link (a rename would split the links into two different files).
  */
 import { ServerFsError } from "../../../shared/errors.ts";

@@ -21,7 +21,7 @@ export type ReleaseLease = () => void;
 
 const unavailable = (where: string) => new ServerFsError("AGENT_LOCK_UNAVAILABLE", `${where} the workdir's writer lock is unavailable`);
 
-/** Steps 1–3 of §8; on success the caller runs the filesystem phase, then calls the release. */
+/** Steps 1–3 of docs/mcp-tools.md#writer-lease; on success the caller runs the filesystem phase, then calls the release. */
 export function takeWriterLease(lockDir: string, slot: number, where: string): ReleaseLease {
   let fd: number;
   try {

@@ -45,7 +45,7 @@ export function buildTools(deps: McpDeps): ToolDef[] {
   ];
   if (binaryToolsEnabled(deps)) tools.push(downloadBinaryFile(deps), uploadBinaryFile(deps));
   if (agentToolsEnabled(deps)) {
-    // One client per server: a fresh connection per call, nothing opened at startup (§2.3).
+    // One client per server: a fresh connection per call, nothing opened at startup (docs/mcp-tools.md#startup).
     const client = BridgeClient.fromConfig(deps.config);
     tools.push(...agentTools(deps, (method, params, opts) => client.call(method, params, opts)));
   }
