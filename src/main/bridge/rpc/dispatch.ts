@@ -46,14 +46,14 @@ function parseLine(bytes: Uint8Array): Parsed {
   const text = decodeStrict(bytes);
   if (text === null) return { ok: false, message: "request is not valid UTF-8" };
   try {
-    // JSON.parse has no NaN/Infinity literals and keeps the last of repeated keys (§2.1)
+    // JSON.parse has no NaN/Infinity literals and keeps the last of repeated keys (docs/bridge-rpc.md#socket-and-framing)
     return { ok: true, value: JSON.parse(text) };
   } catch {
     return { ok: false, message: "request is not a JSON object" };
   }
 }
 
-/** The id to echo: the line's `request_id` when it is a non-empty string (§2.2). */
+/** The id to echo: the line's `request_id` when it is a non-empty string (docs/bridge-rpc.md#envelope). */
 function echoId(value: unknown): string | null {
   if (!isJsonObject(value)) return null;
   const id = value["request_id"];

@@ -6,7 +6,7 @@ import { ServerFsError } from "../../../shared/errors.ts";
 import { isTerminal, type RequestChange } from "../../../shared/store/index.ts";
 import type { ServiceContext } from "./context.ts";
 
-/** §8.2: a request reached `expires_at` (timer, sweep or a late reply's check). */
+/** A request reached `expires_at` (timer, sweep or a late reply's check). */
 export function onExpiry(ctx: ServiceContext, taskId: string, requestId: string): void {
   const change = expireRequest(ctx, taskId, requestId);
   if (!change) return;
@@ -20,7 +20,7 @@ export function onExpiry(ctx: ServiceContext, taskId: string, requestId: string)
   ctx.waiters.notify(taskId);
 }
 
-/** §8.1: interrupt the provider, stale the request, interrupt the task, then stop it for good. */
+/** The task's deadline passed: interrupt the provider, stale the request, interrupt the task, then stop it for good. */
 export async function onDeadline(ctx: ServiceContext, taskId: string): Promise<void> {
   const task = ctx.store.getTask(taskId);
   if (!task || isTerminal(task.status)) return;

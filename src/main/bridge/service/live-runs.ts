@@ -21,9 +21,9 @@ export interface LiveRun {
   interaction: PendingInteraction | null;
   /** Resolves when the finally path has run. */
   done: Promise<void>;
-  /** A shutdown's group termination under way (§14 step 2); the finally path waits for it. */
+  /** A shutdown's group termination under way (docs/task-model.md#shutdown); the finally path waits for it. */
   stopping: Promise<unknown> | null;
-  /** A cancel, deadline or expiry asked the provider to stop (§7.2 step 5: then SIGKILL, no second grace). */
+  /** A cancel, deadline or expiry asked the provider to stop (then SIGKILL, no second grace: docs/task-model.md#the-finally-path). */
   stopRequested: boolean;
   /** Which sandbox litter names the start directory lacked before the provider started. */
   litter: LitterBaseline | null;

@@ -8,9 +8,9 @@ import { isTerminal } from "../../../shared/store/index.ts";
 import type { Outcome } from "../../../workers/providers/types.ts";
 import type { ServiceContext } from "./context.ts";
 
-/** §5.4 step 6 and 9: the single outcome of a run becomes the task's terminal state. */
+/** The single outcome of a run becomes the task's terminal state. */
 export async function onOutcome(ctx: ServiceContext, taskId: string, outcome: Outcome): Promise<void> {
-  if (ctx.closing) return; // §14 step 2: whatever arrives during shutdown is discarded
+  if (ctx.closing) return; // whatever arrives during shutdown is discarded (docs/task-model.md#shutdown)
   if (outcome.kind === "failed") return settleFailure(ctx, taskId, outcome.code, outcome.message);
   if (outcome.kind === "cancelled") {
     ctx.unrecorded.attempt(taskId, () => ctx.store.endTask(taskId, { to: "cancelled" }));
@@ -49,7 +49,7 @@ export async function onOutcome(ctx: ServiceContext, taskId: string, outcome: Ou
   ctx.waiters.notify(taskId);
 }
 
-/** A coded failure: `interrupted` while waiting for a human, else `failed` (§5.4 step 9). */
+/** A coded failure: `interrupted` while waiting for a human, else `failed` (docs/task-model.md#execution, "Failures"). */
 export async function settleFailure(ctx: ServiceContext, taskId: string, code: ErrorCode, message: string): Promise<void> {
   if (ctx.closing) return; // the shutdown ends the task with BRIDGE_SHUTDOWN instead
   // its end already failed to be written: the periodic sweep records it, not another wait on the store

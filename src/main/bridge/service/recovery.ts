@@ -12,7 +12,7 @@ import { reconcileSlotLazily, settleFinding } from "../reconciliation.ts";
 import type { ServiceContext } from "./context.ts";
 
 /**
- * §12.3 lazy reconciliation for a write submit: a guard whose provider is proven gone is cleared;
+ * Lazy reconciliation (docs/task-model.md#reconciliation) for a write submit: a guard whose provider is proven gone is cleared;
  * anything else keeps it and fails closed.
  */
 export function lazyReconcile(ctx: ServiceContext, slot: number): void {

@@ -98,7 +98,7 @@ function hostFor(ctx: ServiceContext, run: LiveRun, ws: Workspace): ProviderHost
   };
 }
 
-/** §5.5: confirm the provider stopped, then guard, lease, GC, and no waiter left waiting. */
+/** The finally path (docs/task-model.md#the-finally-path): confirm the provider stopped, then guard, lease, GC, and no waiter left waiting. */
 async function finallyPath(ctx: ServiceContext, run: LiveRun, report: RunReport): Promise<void> {
   await run.stopping;
   const stopped = await confirmStopped(ctx, run, report);
@@ -130,7 +130,7 @@ async function finallyPath(ctx: ServiceContext, run: LiveRun, report: RunReport)
 }
 
 /**
- * §5.5 step 1: "gone" when no provider was ever spawned or its whole group is gone, terminating
+ * The finally path's step 1: "gone" when no provider was ever spawned or its whole group is gone, terminating
  * it if members remain. A provider is spawned only after the `starting` commit, which sets
  * `started_at`, so the row — not the worker's report, lost with a dead worker — says whether one
  * may exist.
@@ -143,7 +143,7 @@ async function confirmStopped(ctx: ServiceContext, run: LiveRun, report: RunRepo
   const mark = row?.provider_mark ?? null;
   const verdict = checkProcessGroup(pgid, start, mark);
   if (verdict !== "alive") return verdict;
-  // a stopped run already had the interrupt and the worker's 10 s wait: SIGKILL now (§7.2 step 5)
+  // a stopped run already had the interrupt and the worker's 10 s wait: SIGKILL now
   if ((await terminateProcessGroup(pgid, start, mark, run.stopRequested ? KILL_BOUNDS : DEFAULT_TERMINATE_BOUNDS)).proven) return "gone";
   return checkProcessGroup(pgid, start, mark) === "cannot_check" ? "cannot_check" : "alive";
 }

@@ -6,11 +6,11 @@ import { terminateProcessGroup } from "../../../shared/process-group.ts";
 import type { TaskStatus } from "../../../shared/store/index.ts";
 import type { ServiceContext } from "./context.ts";
 
-/** §14: the whole shutdown sequence is bounded (about 15 s). */
+/** The whole shutdown sequence is bounded (about 15 s). */
 export const SHUTDOWN_BOUND_MS = 15_000;
 
 /**
- * §14 steps 2–4, bounded by `boundMs`. Queued tasks never had a provider and are interrupted at
+ * Steps 2–4 of the shutdown, bounded by `boundMs`. Queued tasks never had a provider and are interrupted at
  * once, which also keeps the worker from starting them. Every live provider group is terminated
  * and verified in parallel, with no interrupt grace first; each run's finally path then
  * interrupts its task with BRIDGE_SHUTDOWN, removes its guard only if the stop was verified and

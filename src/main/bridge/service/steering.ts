@@ -23,7 +23,7 @@ export async function sendMessage(ctx: ServiceContext, p: Params<"task.message.s
   return { task_id: p.task_id, accepted: true as const, correlation_id: task.correlation_id };
 }
 
-/** §7.2: idempotent and terminal-first; the cancel is committed before the answer. */
+/** Idempotent and terminal-first; the cancel is committed before the answer. */
 export function cancelTask(ctx: ServiceContext, taskId: string) {
   const task = ctx.requireTask(taskId);
   if (isTerminal(task.status)) return { task_id: taskId, status: task.status, correlation_id: task.correlation_id };

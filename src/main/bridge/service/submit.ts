@@ -89,7 +89,7 @@ export async function submitTask(ctx: ServiceContext, p: Params<"task.submit">) 
   }
 
   // Step 13: the critical section. It is synchronous, so no other submission interleaves.
-  // A submission that was still validating when shutdown began must not start a run now (§14 step 1).
+  // A submission that was still validating when shutdown began must not start a run now (docs/task-model.md#shutdown).
   if (ctx.closing) throw new ServerFsError("BRIDGE_CLOSED", "the Bridge is shutting down");
   const again = replay();
   if (again) return again;
@@ -167,7 +167,7 @@ function newGuard(task: TaskRow): Guard {
 }
 
 /**
- * §5.3 step 13.8: the guard (if it names this task) goes, the lease goes, the task is interrupted
+ * The last submit check (docs/bridge-rpc.md#tasksubmit, row 15) failed: the guard (if it names this task) goes, the lease goes, the task is interrupted
  * (BRIDGE_STORAGE_ERROR when the guard could not be written for a full or failing disk).
  */
 function schedulingFailed(ctx: ServiceContext, run: LiveRun, guardSlot: number | null, code: "BRIDGE_SCHEDULING_FAILED" | "BRIDGE_STORAGE_ERROR"): void {
@@ -178,7 +178,7 @@ function schedulingFailed(ctx: ServiceContext, run: LiveRun, guardSlot: number |
   ctx.unrecorded.attempt(run.taskId, () => ctx.store.endTask(run.taskId, { to: "interrupted", error }));
 }
 
-/** §5.3 step 10, in order; returns the prior native session id (in memory only). */
+/** The continuation checks (docs/bridge-rpc.md#tasksubmit, row 10), in order; returns the prior native session id (in memory only). */
 function checkContinuation(ctx: ServiceContext, fromId: string, runtime: string, ws: Workspace, profile: string): string {
   const prior = isTaskId(fromId) ? ctx.store.getTask(fromId) : null;
   if (!prior) throw new ServerFsError("AGENT_TASK_NOT_FOUND", "the task to continue does not exist");
