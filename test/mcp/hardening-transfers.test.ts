@@ -2,14 +2,17 @@
  * Binary transfers fit the transport (docs/reliability.md, "Hardening: writes, temp files,
  * transfers and HTTP"): over stdio a whole JSON-RPC message must fit the SDK's 10 MiB line cap,
  * so a transfer just under the default 8 MiB limit (about 11 MiB as base64) is refused with its
- * BINARY_* code and the session goes on; over HTTP the same transfer works.
+ * BINARY_* code and the session goes on; over HTTP the same transfer works. A stdio line larger
+ * than the server reads at all gets a JSON-RPC error (or, without a readable id, is dropped with a
+ * log line), and the session goes on.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startHttp } from "../e2e/support.ts";
-import { errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
+import { errorCode, type McpSession, parseAudit, startStdio, structured } from "../helpers/mcp-client.ts";
+import { type RawServer, startRaw } from "../helpers/raw-stdio.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
 let dir: TempDir;
@@ -83,4 +86,62 @@ describe("binary transfers over HTTP", () => {
       await http.close();
     }
   });
+});
+
+describe("a stdio message larger than the server reads", () => {
+  /** Over the reader's bound for this config by more than 1 MiB: 8 MiB of base64 plus 1 MiB of arguments is about 12.3 MiB. */
+  const OVER = 14 * 1024 * 1024;
+  const upload = (id: number | null, where: "first" | "last") => {
+    const args = { workdir: "bin", path: "huge.bin", data_base64: "A".repeat(OVER) };
+    const head = { jsonrpc: "2.0", ...(id === null ? {} : { id }), method: "tools/call" };
+    const params = { name: "upload_binary_file", arguments: args };
+    return `${JSON.stringify(where === "first" ? { ...head, params } : { params, ...head })}\n`;
+  };
+  /** The answer to `id`, or "exited" if the session ended first. */
+  const answerOrExit = (raw: RawServer, id: number) => Promise.race([raw.answer(id), raw.proc.exited.then(() => "exited" as const)]);
+  const listWorkdirs = async (raw: RawServer, id: number) => {
+    raw.callTool(id, "list_workdirs", {});
+    const r = await answerOrExit(raw, id);
+    expect(r).not.toBe("exited");
+    return (r as { result: { structuredContent: { workdirs: unknown[] } } }).result.structuredContent.workdirs;
+  };
+
+  test("is answered a JSON-RPC error naming the bound, logged without content, and the session goes on", async () => {
+    const raw = await startRaw(config);
+    try {
+      raw.write(upload(1, "first"));
+      const r = await answerOrExit(raw, 1);
+      expect(r).toMatchObject({ id: 1, error: { code: -32600 } });
+      const [, bytes, limit] = /^the message is (\d+) bytes; a stdio message may hold at most (\d+)$/.exec((r as { error: { message: string } }).error.message)!;
+      expect(Number(bytes)).toBe(upload(1, "first").length);
+      expect(Number(limit)).toBeLessThan(OVER - 1024 * 1024);
+      expect(await listWorkdirs(raw, 2)).toHaveLength(1);
+      expect(existsSync(join(bin, "huge.bin"))).toBe(false);
+      const logged = parseAudit(raw.stderr()).filter((l) => l["event"] === "stdio_message_too_large");
+      expect(logged).toEqual([expect.objectContaining({ level: "WARN", bytes: Number(bytes), limit: Number(limit), answered: true })]);
+      expect(raw.stderr()).not.toContain("AAAA");
+    } finally {
+      raw.proc.kill();
+    }
+  }, 30_000);
+
+  test("without an id in its first bytes (a notification, an id after the payload) it is dropped with a log line, and the session goes on", async () => {
+    const raw = await startRaw(config);
+    try {
+      raw.write(upload(null, "first"));
+      raw.write(upload(3, "last"));
+      expect(await listWorkdirs(raw, 4)).toHaveLength(1);
+      expect(raw.answered.has(3)).toBe(false);
+      const logged = () => parseAudit(raw.stderr()).filter((l) => l["event"] === "stdio_message_too_large");
+      const deadline = Date.now() + 5000;
+      while (logged().length < 2 && Date.now() < deadline) await Bun.sleep(10);
+      expect(logged().map((l) => l["answered"])).toEqual([false, false]);
+      // A large request that fits still goes through on the same session after the dropped lines.
+      raw.callTool(5, "upload_binary_file", { workdir: "bin", path: "after.bin", data_base64: big.subarray(0, 1 << 20).toString("base64") });
+      expect(await answerOrExit(raw, 5)).toMatchObject({ result: { structuredContent: { bytes_written: 1 << 20 } } });
+      expect(readFileSync(join(bin, "after.bin")).equals(big.subarray(0, 1 << 20))).toBe(true);
+    } finally {
+      raw.proc.kill();
+    }
+  }, 30_000);
 });

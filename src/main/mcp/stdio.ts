@@ -25,11 +25,12 @@ export async function serveStdio(rt: McpRuntime): Promise<void> {
   auditStartup(rt, "stdio");
   // Backpressure: requests wait while the client does not read our answers (stdio-flow.ts). Our
   // reader takes in any upload up to the configured limit, so one over the stdio limit is answered
-  // BINARY_PAYLOAD_TOO_LARGE rather than ending the session.
-  const flow = new StdioFlow(process.stdin, process.stdout, () => end(0));
+  // BINARY_PAYLOAD_TOO_LARGE; a line longer still is answered a JSON-RPC error. Neither ends the session.
+  const maxLine = incomingMessageLimit(rt.deps.config);
+  const flow = new StdioFlow(process.stdin, process.stdout, maxLine, () => end(0), (line) =>
+    rt.deps.audit.warn("stdio_message_too_large", { bytes: line.bytes, limit: maxLine, answered: line.answered }),
+  );
   await server.connect(
-    new StdioServerTransport(flow.input as unknown as NodeJS.ReadStream, flow.output as unknown as NodeJS.WriteStream, {
-      maxBufferSize: incomingMessageLimit(rt.deps.config),
-    }),
+    new StdioServerTransport(flow.input as unknown as NodeJS.ReadStream, flow.output as unknown as NodeJS.WriteStream, { maxBufferSize: maxLine }),
   );
 }
