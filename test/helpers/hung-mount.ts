@@ -5,7 +5,7 @@
  * does. `release()` detaches the mount and exits the process, which aborts the connection: every
  * blocked call then fails with ENOTCONN. Needs root and `/dev/fuse`; `hungMountAvailable()` says.
  */
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BUN } from "./workspace.ts";
@@ -53,10 +53,15 @@ export async function hangMount(target: string): Promise<HungMount> {
   return {
     async release() {
       proc.stdin.end();
-      await proc.exited;
+      await Promise.race([proc.exited, Bun.sleep(5000)]);
+      proc.kill("SIGKILL");
+      // A holder killed before it could detach leaves the (then dead) mount behind.
+      if (mounted(target)) Bun.spawnSync(["umount", "-l", target]);
     },
   };
 }
+
+const mounted = (target: string): boolean => readFileSync("/proc/mounts", "utf8").split("\n").some((l) => l.split(" ")[1] === target);
 
 /** Whether this machine lets a test mount a hung filesystem (root and /dev/fuse): tried once, for real. */
 export function hungMountAvailable(): boolean {
