@@ -12,26 +12,24 @@
  * although unread requests remain.
  *
  * Lines are assembled here and handed to the transport whole. One longer than `maxLine` would make
- * the SDK's reader end the session; instead its bytes are dropped as they arrive (only the first
- * `ID_PREFIX` are kept), and at its newline the request found in that prefix is answered with a
- * JSON-RPC error; a line without a readable id (a notification) is only reported to `onOversized`.
+ * the SDK's reader end the session; instead its bytes are dropped as they arrive (only the first and
+ * the last `END_BYTES` are kept), and at its newline what those ends say of the message
+ * (message-ends.ts) is handed to `onOversized`, whose answer, if any, is written like any other.
  */
 import { EventEmitter } from "node:events";
 import { peerHungUp } from "../../shared/ffi/libc.ts";
-import { type RequestId, requestIdPrefix } from "./request-id-prefix.ts";
+import { type MessagePrefix, readMessageIdFromEnd, readMessagePrefix } from "./message-ends.ts";
 
 const MAX_UNSENT = 8 << 20;
 const MAX_HELD = 16 << 20;
 const HANGUP_POLL_MS = 100;
-const ID_PREFIX = 64 * 1024;
+const END_BYTES = 64 * 1024;
 const NL = 0x0a;
-/** JSON-RPC "Invalid Request": the message was never read, so neither its method nor its params. */
-const INVALID_REQUEST = -32600;
 
-/** What is reported of a line dropped for its size: never its content or its id. */
+/** A line dropped for its size: how long it was and what its ends say. */
 export interface OversizedLine {
   bytes: number;
-  answered: boolean;
+  head: MessagePrefix;
 }
 
 /** The stdin the SDK's transport reads: `data` events, forwarded or held. */
@@ -59,6 +57,18 @@ function firstBytes(pieces: Buffer[], n: number): Buffer {
   return Buffer.concat(taken);
 }
 
+/** The last `n` bytes of `pieces` together. */
+function lastBytes(pieces: Buffer[], n: number): Buffer {
+  const taken: Buffer[] = [];
+  let size = 0;
+  for (let i = pieces.length - 1; i >= 0 && size < n; i--) {
+    const p = pieces[i]!;
+    taken.unshift(p.subarray(Math.max(0, p.length - (n - size))));
+    size += taken[0]!.length;
+  }
+  return Buffer.concat(taken);
+}
+
 export class StdioFlow {
   readonly input: GatedInput;
   /** The stdout the SDK's transport writes: never reports back-pressure to it (we handle it here). */
@@ -71,15 +81,16 @@ export class StdioFlow {
   /** The line being read, not yet ended by a newline. */
   private partial: Buffer[] = [];
   private partialBytes = 0;
-  /** Set while the rest of an oversized line is dropped: its first bytes. */
-  private dropping: Buffer | null = null;
+  /** Set while the rest of an oversized line is dropped: its first and (so far) last bytes. */
+  private dropping: { head: Buffer; tail: Buffer } | null = null;
 
   constructor(
     private readonly stdin: NodeJS.ReadStream,
     stdout: NodeJS.WriteStream,
     private readonly maxLine: number,
     private readonly onHangup: () => void,
-    private readonly onOversized: (line: OversizedLine) => void,
+    /** The message to answer the line with, or null. */
+    private readonly onOversized: (line: OversizedLine) => object | null,
   ) {
     this.input = new GatedInput(stdin);
     this.output = {
@@ -120,14 +131,14 @@ export class StdioFlow {
   /** Adds a piece of the current line; `ends` when it holds the line's newline. */
   private take(piece: Buffer, ends: boolean): void {
     if (!this.dropping && this.partialBytes + piece.length > this.maxLine) {
-      this.partial.push(piece);
-      this.dropping = firstBytes(this.partial, ID_PREFIX);
+      this.dropping = { head: firstBytes([...this.partial, piece], END_BYTES), tail: Buffer.alloc(0) };
       this.partial = [];
     }
     this.partialBytes += piece.length;
-    if (!this.dropping) this.partial.push(piece);
+    if (this.dropping) this.dropping.tail = lastBytes([this.dropping.tail, piece], END_BYTES);
+    else this.partial.push(piece);
     if (!ends) return;
-    if (this.dropping) this.refuse(this.dropping, this.partialBytes);
+    if (this.dropping) this.refuse(this.dropping.head, this.dropping.tail, this.partialBytes);
     else this.hold(this.partial.length === 1 ? piece : Buffer.concat(this.partial));
     this.partial = [];
     this.partialBytes = 0;
@@ -139,13 +150,11 @@ export class StdioFlow {
     this.heldBytes += line.length;
   }
 
-  /** Answers the request an oversized line held, when its id could be read, and reports the line. */
-  private refuse(prefix: Buffer, bytes: number): void {
-    const id: RequestId | null = requestIdPrefix(prefix.toString("utf8"));
-    this.onOversized({ bytes, answered: id !== null });
-    if (id === null) return;
-    const message = `the message is ${bytes} bytes; a stdio message may hold at most ${this.maxLine}`;
-    this.output.write(`${JSON.stringify({ jsonrpc: "2.0", id, error: { code: INVALID_REQUEST, message } })}\n`);
+  private refuse(first: Buffer, last: Buffer, bytes: number): void {
+    const head = readMessagePrefix(first.toString("utf8"));
+    head.id ??= readMessageIdFromEnd(last.toString("utf8"));
+    const answer = this.onOversized({ bytes, head });
+    if (answer) this.output.write(`${JSON.stringify(answer)}\n`);
   }
 
   /** Dispatches one held line now and schedules the next, while the output is under its bound. */
