@@ -6,7 +6,7 @@
  * fidelity").
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { type AgentStack, CODEX_BIN, CODEX_PRESENT, cliMissing, startAgentStack } from "../fixtures/agent-stack.ts";
 import { type MockOpenAI, type MockStep, startMockOpenAI } from "../fixtures/mock-openai.ts";
@@ -145,8 +145,8 @@ describe.skipIf(!CODEX_PRESENT)("item 2: every decision is offered", () => {
     const taskId = await s.submit({ prompt: "add a file" });
     const request = await s.pending(taskId);
     expect(request["payload"]).toMatchObject({ category: "file_change" });
-    const offered = (request["payload"] as Json)["available_decisions"] as string[];
-    expect(offered.length === 0 || offered.includes("deny")).toBe(true);
+    // an empty list offers all four decisions, deny among them (docs/agent-requests.md)
+    expect((request["payload"] as Json)["available_decisions"]).toEqual([]);
     expect(await s.respond(taskId, request, "deny")).toBeNull();
     expect(await s.finish(taskId)).toMatchObject({ status: "succeeded", final_response: "left alone" });
     expect(existsSync(join(s.workspace, "refused.txt"))).toBe(false);
@@ -251,7 +251,7 @@ describe.skipIf(!CODEX_PRESENT)("item 6: Codex is run with the features its repo
   }, 60_000);
 });
 
-describe.skipIf(!CODEX_PRESENT)("permission requests (request_permissions)", () => {
+describe.skipIf(!CODEX_PRESENT)("permission requests, and requests naming a path outside the workdir", () => {
   test("inside the workdir: a provider_permission approval; the granted subset is what the model is told", async () => {
     const { s, mock } = await stack(
       [{ call: "request_permissions", args: { permissions: { file_system: { write: ["sub"] }, network: { enabled: true } }, reason: "let me write" } }, done("granted")],
@@ -287,6 +287,23 @@ describe.skipIf(!CODEX_PRESENT)("permission requests (request_permissions)", () 
       reason: "outside_workdir",
     });
     expect(JSON.parse(mock.toolOutput("call_0")!)).toMatchObject({ permissions: { file_system: null } });
+  }, 60_000);
+
+  test("a patch touching a file outside the workdir: declined by the Bridge (outside_workdir), nothing written, the model told", async () => {
+    const outside = join("/tmp", `sfs-codex-outside-${process.pid}.txt`);
+    rmSync(outside, { force: true });
+    const { s, mock } = await stack([{ patch: `*** Begin Patch\n*** Add File: ${outside}\n+escaped\n*** End Patch\n` }, done("stayed inside")], UNTRUSTED);
+    const taskId = await s.submit({ prompt: "write outside" });
+    expect(await s.finishOrAsk(taskId)).toMatchObject({ status: "succeeded", final_response: "stayed inside", pending_request: null });
+    expect(existsSync(outside)).toBe(false);
+    const events = await s.events(taskId);
+    expect(events.map((e) => e["event_type"])).not.toContain("approval.requested");
+    expect(events.find((e) => e["event_type"] === "approval.auto_declined")?.["payload"]).toEqual({
+      category: "file_change",
+      title: "Apply file changes",
+      reason: "outside_workdir",
+    });
+    expect(mock.toolOutput("call_0")).toMatch(/rejected by user/);
   }, 60_000);
 });
 
