@@ -98,6 +98,28 @@ describe.skipIf(!CODEX_PRESENT)("item 1: a review task never changes the workdir
   }
 });
 
+describe.skipIf(!CODEX_PRESENT)("item 1: a review task runs beside the write task that holds the lease, and still writes nothing", () => {
+  test("a review's patch add while a write task waits on its approval: the review succeeds, the workdir is unchanged", async () => {
+    const ADD = "*** Begin Patch\n*** Add File: by-review.txt\n+no\n*** End Patch\n";
+    const { s, mock } = await stack([{ exec: "echo w > by-writer.txt" }, { patch: ADD }, done("reviewed"), done("written")], {
+      ...UNTRUSTED,
+      sandbox: "workspace-write",
+    });
+    const before = snapshot(s.workspace);
+    const writer = await s.submit({ prompt: "write" });
+    // the writer holds the lease while it waits for its human
+    const request = await s.pending(writer);
+    const review = await s.submit({ profile: "review", prompt: "review meanwhile" });
+    expect(await s.finishOrAsk(review)).toMatchObject({ status: "succeeded", final_response: "reviewed", pending_request: null });
+    expect(snapshot(s.workspace)).toEqual(before);
+    expect(mock.toolOutput("call_1")).toMatch(/rejected|read-only/i);
+    expect(await s.respond(writer, request, "approve_once")).toBeNull();
+    expect(await s.finish(writer)).toMatchObject({ status: "succeeded", final_response: "written" });
+    expect(readFileSync(join(s.workspace, "by-writer.txt"), "utf8")).toBe("w\n");
+    expect(existsSync(join(s.workspace, "by-review.txt"))).toBe(false);
+  }, 90_000);
+});
+
 describe("item 1: an approval that still arrives for a review task is declined by the Bridge", () => {
   test("command, file-change and permission requests: each declined with approval.auto_declined (review_task), no human asked", async () => {
     const dir = tempDir("sfs-scripted-codex-");
@@ -410,6 +432,15 @@ describe.skipIf(!CODEX_PRESENT)("item 8: a cancelled sandbox leaves no litter", 
     expect(entries()).toEqual([".agents", "README.md", "src"]);
     // git works there again: no empty .git shadows a repository
     expect(existsSync(join(s.workspace, ".git"))).toBe(false);
+  }, 60_000);
+
+  test("the task deadline mid-command: interrupted AGENT_TASK_TIMED_OUT, and the sandbox's litter goes too", async () => {
+    const { s } = await stack([{ exec: "sleep 30" }, done("never")], { approval_policy: "never", sandbox: "workspace-write" }, { task_timeout_seconds: 4 });
+    const entries = () => readdirSync(s.workspace).sort();
+    const taskId = await s.submit({ prompt: "sleep past the deadline" });
+    await eventually(() => entries().includes(".git"), 30_000);
+    expect(await s.finish(taskId)).toMatchObject({ error_code: "AGENT_TASK_TIMED_OUT" });
+    await eventually(() => entries().join() === "README.md,src", 30_000);
   }, 60_000);
 });
 
