@@ -287,6 +287,9 @@ describe.skipIf(!CODEX_PRESENT)("permission requests, and requests naming a path
     expect(requested.map((p) => p["permission_id"]).sort()).toEqual(["file_system", "network"]);
     expect(JSON.stringify(requested)).toContain('"sub"');
     expect(JSON.stringify(payload)).not.toContain(s.workspace);
+    expect(payload["summary"]).toBe("Grant additional permissions: network, file_system");
+    const asked = (await s.events(taskId)).find((e) => e["event_type"] === "approval.requested")!["payload"] as Json;
+    expect(asked).toMatchObject({ summary: payload["summary"], category: "provider_permission" });
     expect(await s.respond(taskId, request, "approve_once", ["network"])).toBeNull();
     expect(await s.finish(taskId)).toMatchObject({ status: "succeeded", final_response: "granted" });
     const told = JSON.parse(mock.toolOutput("call_0")!) as Json;
