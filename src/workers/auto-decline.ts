@@ -1,7 +1,8 @@
 /**
  * Approvals the Bridge declines on its own instead of asking a human (docs/agent-requests.md): a
- * permission request naming a path outside the workdir. Redaction turns such a path into
- * `"<outside-workdir>"`, so a human shown the request could not see what they would grant; no human
+ * request naming a path outside the workdir (a permission asked for, the path a tool is blocked on, a
+ * file a change touches, a path in a tool's input). Redaction turns such a path into
+ * `"<outside-workdir>"`, so a human shown the request could not see what they would allow; no human
  * is asked, the provider gets a decline and the task's events say why (`approval.auto_declined`).
  *
  * Offers `outsideWorkdir(payload)` (on the redacted payload) and `autoDeclinedEvent(payload, reason)`.
@@ -20,9 +21,18 @@ function namesOutside(value: unknown): boolean {
   return false;
 }
 
-/** A permission request (or a tool blocked on a path) that reaches outside the workdir. */
+/** The paths a file change names (not its content, which may hold any text). */
+const changedPaths = (changes: unknown): unknown[] =>
+  Array.isArray(changes) ? changes.flatMap((c) => (typeof c === "object" && c !== null ? [c["path"], c["new_path"]] : [])) : [];
+
+/** A redacted approval payload that names a path outside the workdir. */
 export function outsideWorkdir(payload: Record<string, unknown>): boolean {
-  return namesOutside(payload["requested_permissions"]) || payload["blocked_path"] === OUTSIDE_MARK;
+  return (
+    namesOutside(payload["requested_permissions"]) ||
+    payload["blocked_path"] === OUTSIDE_MARK ||
+    namesOutside(changedPaths(payload["file_changes"])) ||
+    namesOutside(payload["tool_input"])
+  );
 }
 
 /** The `approval.auto_declined` payload: what was asked, never its details. */

@@ -6,8 +6,12 @@ import type { Subprocess } from "bun";
 import { BUN, CLI, REPO_ROOT } from "./workspace.ts";
 
 export interface RawServer {
-  proc: Subprocess<"pipe", "pipe", "ignore">;
+  proc: Subprocess<"pipe", "pipe", "pipe">;
   send(msg: unknown): void;
+  /** Writes `text` to stdin as it is (a line the client builds by hand). */
+  write(text: string): void;
+  /** Everything the server wrote to stderr so far (its log). */
+  stderr(): string;
   /** Resolves with the answer to request `id` (read from stdout in order). */
   answer(id: number): Promise<Record<string, unknown>>;
   /** Every answer read so far, by id. */
@@ -25,7 +29,12 @@ export const INIT = {
 
 /** Starts the server and completes the initialize handshake. */
 export async function startRaw(configPath: string): Promise<RawServer> {
-  const proc = Bun.spawn([BUN, CLI, "mcp", "--config", configPath], { cwd: REPO_ROOT, stdin: "pipe", stdout: "pipe", stderr: "ignore" });
+  const proc = Bun.spawn([BUN, CLI, "mcp", "--config", configPath], { cwd: REPO_ROOT, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+  let stderr = "";
+  void (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of proc.stderr) stderr += decoder.decode(chunk, { stream: true });
+  })();
   const answered = new Map<number, Record<string, unknown>>();
   const waiters = new Map<number, (m: Record<string, unknown>) => void>();
   void (async () => {
@@ -42,10 +51,11 @@ export async function startRaw(configPath: string): Promise<RawServer> {
       }
     }
   })();
-  const send = (msg: unknown) => {
-    proc.stdin.write(`${JSON.stringify(msg)}\n`);
+  const write = (text: string) => {
+    proc.stdin.write(text);
     void proc.stdin.flush();
   };
+  const send = (msg: unknown) => write(`${JSON.stringify(msg)}\n`);
   const answer = (id: number) =>
     new Promise<Record<string, unknown>>((resolve) => {
       const done = answered.get(id);
@@ -55,6 +65,8 @@ export async function startRaw(configPath: string): Promise<RawServer> {
   const server: RawServer = {
     proc,
     send,
+    write,
+    stderr: () => stderr,
     answer,
     answered,
     callTool: (id, name, args) => send({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } }),

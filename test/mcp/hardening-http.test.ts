@@ -113,6 +113,36 @@ function hangingRequest(port: number, session: string): Promise<Socket> {
   });
 }
 
+/**
+ * Starts an initialize whose body is not complete yet; `finish()` sends the rest and resolves with
+ * the response's status (the connection is closed by the server after it).
+ */
+function pendingInitialize(port: number): Promise<{ finish(): Promise<number> }> {
+  const body = JSON.stringify(INIT);
+  const cut = body.length >> 1;
+  return new Promise((resolve, reject) => {
+    let out = "";
+    const socket = connect(port, "127.0.0.1", () => {
+      socket.write(
+        `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n` +
+          `Connection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, cut)}`,
+        () =>
+          resolve({
+            finish: () => {
+              socket.write(body.slice(cut));
+              return ended;
+            },
+          }),
+      );
+    });
+    const ended = new Promise<number>((done) => socket.on("end", () => done(Number(out.split(" ")[1]))));
+    socket.on("data", (d) => {
+      out += d.toString("latin1");
+    });
+    socket.on("error", reject);
+  });
+}
+
 beforeAll(() => {
   dir = tempDir();
   workdirs = [{ slot: 1, alias: "repo", path: dir.dir("ws") }];
@@ -212,6 +242,21 @@ describe("HTTP sessions are bounded", () => {
       for (const live of [a, c, d]) expect(await statusOf(server.port, live)).toBe(200);
     } finally {
       for (const s of hanging) s.destroy();
+      await server.stop();
+    }
+  });
+
+  test("initializations in flight at once count against http_max_sessions: they cannot pass it together", async () => {
+    const server = await spawnHttpServer(writeConfig(dir.path, { server: { http_max_sessions: 2 }, workdirs }, "cap-race.toml"));
+    try {
+      const inits = [await pendingInitialize(server.port), await pendingInitialize(server.port), await pendingInitialize(server.port)];
+      // One full round trip after the partial bodies were sent: the server has seen the three requests.
+      const probe = await post(server.port, LIST, "no-such-session");
+      await probe.text();
+      expect(probe.status).toBe(404);
+      const statuses = await Promise.all(inits.map((i) => i.finish()));
+      expect(statuses.sort()).toEqual([200, 200, 503]);
+    } finally {
       await server.stop();
     }
   });

@@ -78,12 +78,19 @@ describe("no write is lost between processes", () => {
     dir.file("rw/waits.txt", "one\n");
     const rev = await revision(a, "waits.txt");
     const holder = await holdFlock(rw);
+    let answered = false;
     const pending = patient.call("edit_text_file", { workdir: "rw", path: "waits.txt", expected_revision: rev, edits: [{ old_text: "one", new_text: "two" }] });
+    void pending.then(() => {
+      answered = true;
+    });
     await waitForCompleteTemp("", 4);
     // The wait does not pin the event loop: another call on the same session is answered meanwhile.
     const t0 = performance.now();
     structured(await patient.call("list_workdirs"));
     expect(performance.now() - t0).toBeLessThan(200);
+    // Answered after list_workdirs, which was sent later: the edit is still waiting, nothing published.
+    expect(answered).toBe(false);
+    expect(readFileSync(join(rw, "waits.txt"), "utf8")).toBe("one\n");
     await holder.release();
     structured(await pending);
     expect(readFileSync(join(rw, "waits.txt"), "utf8")).toBe("two\n");

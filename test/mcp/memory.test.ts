@@ -2,7 +2,8 @@
  * Memory is bounded under concurrency and abuse (docs/reliability.md, "Hardening: the event loop,
  * reads and memory"): concurrent searches share the walk pool's reused scratch buffers instead of
  * one file-sized buffer each, and a client that never reads stdout makes the server hold its
- * requests instead of buffering every answer, while stdin EOF still ends it within a second.
+ * requests instead of buffering every answer, while stdin EOF still ends it within a second; past
+ * 16 MiB of held requests it stops reading stdin and still sees the client hang up (`poll(2)`).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { closeSync, constants, openSync, readFileSync } from "node:fs";
@@ -90,6 +91,73 @@ describe("output backpressure on stdio", () => {
       expect(code).toBe(0);
       expect(performance.now() - closedAt).toBeLessThan(1000);
     } finally {
+      proc.kill("SIGKILL");
+      closeSync(reader);
+    }
+  }, 60_000);
+
+  test("past 16 MiB of held requests the server stops reading stdin, and still sees the client hang up: exit within a second", async () => {
+    const config = writeConfig(dir.path, { limits: { max_list_entries: 500 }, workdirs: [{ slot: 1, alias: "w", path: `${dir.path}/wide` }] }, "held.toml");
+    const stdoutFifo = `${dir.path}/stdout-held.fifo`;
+    const stdinFifo = `${dir.path}/stdin-held.fifo`;
+    Bun.spawnSync(["mkfifo", stdoutFifo, stdinFifo]);
+    const reader = openSync(stdoutFifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    const writer = openSync(stdoutFifo, constants.O_WRONLY);
+    // The client is its own process holding the only write end of stdin: 40 MiB of requests, 8 KiB
+    // each, written with blocking writes, the running total printed after each.
+    const client = Bun.spawn(
+      [
+        BUN,
+        "-e",
+        `
+        import { openSync, writeSync } from "node:fs";
+        const fd = openSync(${JSON.stringify(stdinFifo)}, "w");
+        let total = 0;
+        const send = (msg) => { total += writeSync(fd, JSON.stringify(msg) + "\\n"); console.log(total); };
+        send(${JSON.stringify(INIT)});
+        send({ jsonrpc: "2.0", method: "notifications/initialized" });
+        const pad = "x".repeat(8192);
+        for (let id = 1; id <= 5120; id++) send({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "list_directory", arguments: { workdir: "w", limit: 500 }, _meta: { pad } } });
+        setInterval(() => {}, 1 << 30);
+        `,
+      ],
+      { stdout: "pipe", stderr: "ignore" },
+    );
+    const stdin = openSync(stdinFifo, constants.O_RDONLY);
+    const proc = Bun.spawn([BUN, CLI, "mcp", "--config", config], { cwd: REPO_ROOT, stdin, stdout: writer, stderr: "ignore" });
+    closeSync(writer);
+    closeSync(stdin);
+    let written = 0;
+    void (async () => {
+      const decoder = new TextDecoder();
+      let buffer = "";
+      for await (const chunk of client.stdout) {
+        buffer += decoder.decode(chunk, { stream: true });
+        const lines = buffer.split("\n");
+        buffer = lines.pop()!;
+        if (lines.length > 0) written = Number(lines.at(-1));
+      }
+    })();
+    try {
+      // The answers clog stdout, requests are held, and past 16 MiB held the server stops reading:
+      // the client's writes then block (what it wrote is what the server read plus one pipe buffer).
+      const deadline = Date.now() + 20_000;
+      let last = -1;
+      while (Date.now() < deadline && !(written > 16 * MiB && written === last)) {
+        last = written;
+        await Bun.sleep(300);
+      }
+      expect(written).toBeGreaterThan(16 * MiB);
+      expect(written).toBeLessThan(24 * MiB);
+      expect(proc.exitCode).toBeNull();
+      // The client dies: the pipe's writer is gone although the server reads nothing more.
+      const closedAt = performance.now();
+      client.kill("SIGKILL");
+      const code = await Promise.race([proc.exited, Bun.sleep(5000).then(() => "still running")]);
+      expect(code).toBe(0);
+      expect(performance.now() - closedAt).toBeLessThan(1000);
+    } finally {
+      client.kill("SIGKILL");
       proc.kill("SIGKILL");
       closeSync(reader);
     }

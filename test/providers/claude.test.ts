@@ -253,7 +253,7 @@ describe.skipIf(!PRESENT)("docs/runtimes.md claude: a plain turn", () => {
 describe.skipIf(!PRESENT)("docs/runtimes.md claude: can_use_tool approvals", () => {
   const touch = (): MockStep => ({ tool: "Bash", input: { command: "touch made.txt", description: "Create a file" } });
 
-  test("an allowed Bash command runs: command approval with command_display and a cwd-relative blocked_path", async () => {
+  test("an allowed Bash command runs: command approval with command_display and the blocked_path made absolute (the worker redacts it)", async () => {
     const s = setup([touch(), { say: "made it" }]);
     const r = run(s, "make a file", { decisions: ["approve_once"] });
     expect(await r.outcome).toEqual({ kind: "final", text: "made it" });
@@ -262,7 +262,7 @@ describe.skipIf(!PRESENT)("docs/runtimes.md claude: can_use_tool approvals", () 
       category: "command",
       tool: "Bash",
       command_display: "touch made.txt",
-      blocked_path: "made.txt",
+      blocked_path: join(s.ws.path, "made.txt"),
     });
     expect(r.approvals[0]!.available_decisions).toContain("approve_once");
     expect(existsSync(join(s.ws.path, "made.txt"))).toBe(true);

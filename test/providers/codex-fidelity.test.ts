@@ -6,7 +6,7 @@
  * fidelity").
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { type AgentStack, CODEX_BIN, CODEX_PRESENT, cliMissing, startAgentStack } from "../fixtures/agent-stack.ts";
 import { type MockOpenAI, type MockStep, startMockOpenAI } from "../fixtures/mock-openai.ts";
@@ -98,6 +98,28 @@ describe.skipIf(!CODEX_PRESENT)("item 1: a review task never changes the workdir
   }
 });
 
+describe.skipIf(!CODEX_PRESENT)("item 1: a review task runs beside the write task that holds the lease, and still writes nothing", () => {
+  test("a review's patch add while a write task waits on its approval: the review succeeds, the workdir is unchanged", async () => {
+    const ADD = "*** Begin Patch\n*** Add File: by-review.txt\n+no\n*** End Patch\n";
+    const { s, mock } = await stack([{ exec: "echo w > by-writer.txt" }, { patch: ADD }, done("reviewed"), done("written")], {
+      ...UNTRUSTED,
+      sandbox: "workspace-write",
+    });
+    const before = snapshot(s.workspace);
+    const writer = await s.submit({ prompt: "write" });
+    // the writer holds the lease while it waits for its human
+    const request = await s.pending(writer);
+    const review = await s.submit({ profile: "review", prompt: "review meanwhile" });
+    expect(await s.finishOrAsk(review)).toMatchObject({ status: "succeeded", final_response: "reviewed", pending_request: null });
+    expect(snapshot(s.workspace)).toEqual(before);
+    expect(mock.toolOutput("call_1")).toMatch(/rejected|read-only/i);
+    expect(await s.respond(writer, request, "approve_once")).toBeNull();
+    expect(await s.finish(writer)).toMatchObject({ status: "succeeded", final_response: "written" });
+    expect(readFileSync(join(s.workspace, "by-writer.txt"), "utf8")).toBe("w\n");
+    expect(existsSync(join(s.workspace, "by-review.txt"))).toBe(false);
+  }, 90_000);
+});
+
 describe("item 1: an approval that still arrives for a review task is declined by the Bridge", () => {
   test("command, file-change and permission requests: each declined with approval.auto_declined (review_task), no human asked", async () => {
     const dir = tempDir("sfs-scripted-codex-");
@@ -145,8 +167,8 @@ describe.skipIf(!CODEX_PRESENT)("item 2: every decision is offered", () => {
     const taskId = await s.submit({ prompt: "add a file" });
     const request = await s.pending(taskId);
     expect(request["payload"]).toMatchObject({ category: "file_change" });
-    const offered = (request["payload"] as Json)["available_decisions"] as string[];
-    expect(offered.length === 0 || offered.includes("deny")).toBe(true);
+    // an empty list offers all four decisions, deny among them (docs/agent-requests.md)
+    expect((request["payload"] as Json)["available_decisions"]).toEqual([]);
     expect(await s.respond(taskId, request, "deny")).toBeNull();
     expect(await s.finish(taskId)).toMatchObject({ status: "succeeded", final_response: "left alone" });
     expect(existsSync(join(s.workspace, "refused.txt"))).toBe(false);
@@ -251,7 +273,7 @@ describe.skipIf(!CODEX_PRESENT)("item 6: Codex is run with the features its repo
   }, 60_000);
 });
 
-describe.skipIf(!CODEX_PRESENT)("permission requests (request_permissions)", () => {
+describe.skipIf(!CODEX_PRESENT)("permission requests, and requests naming a path outside the workdir", () => {
   test("inside the workdir: a provider_permission approval; the granted subset is what the model is told", async () => {
     const { s, mock } = await stack(
       [{ call: "request_permissions", args: { permissions: { file_system: { write: ["sub"] }, network: { enabled: true } }, reason: "let me write" } }, done("granted")],
@@ -265,6 +287,9 @@ describe.skipIf(!CODEX_PRESENT)("permission requests (request_permissions)", () 
     expect(requested.map((p) => p["permission_id"]).sort()).toEqual(["file_system", "network"]);
     expect(JSON.stringify(requested)).toContain('"sub"');
     expect(JSON.stringify(payload)).not.toContain(s.workspace);
+    expect(payload["summary"]).toBe("Grant additional permissions: network, file_system");
+    const asked = (await s.events(taskId)).find((e) => e["event_type"] === "approval.requested")!["payload"] as Json;
+    expect(asked).toMatchObject({ summary: payload["summary"], category: "provider_permission" });
     expect(await s.respond(taskId, request, "approve_once", ["network"])).toBeNull();
     expect(await s.finish(taskId)).toMatchObject({ status: "succeeded", final_response: "granted" });
     const told = JSON.parse(mock.toolOutput("call_0")!) as Json;
@@ -287,6 +312,23 @@ describe.skipIf(!CODEX_PRESENT)("permission requests (request_permissions)", () 
       reason: "outside_workdir",
     });
     expect(JSON.parse(mock.toolOutput("call_0")!)).toMatchObject({ permissions: { file_system: null } });
+  }, 60_000);
+
+  test("a patch touching a file outside the workdir: declined by the Bridge (outside_workdir), nothing written, the model told", async () => {
+    const outside = join("/tmp", `sfs-codex-outside-${process.pid}.txt`);
+    rmSync(outside, { force: true });
+    const { s, mock } = await stack([{ patch: `*** Begin Patch\n*** Add File: ${outside}\n+escaped\n*** End Patch\n` }, done("stayed inside")], UNTRUSTED);
+    const taskId = await s.submit({ prompt: "write outside" });
+    expect(await s.finishOrAsk(taskId)).toMatchObject({ status: "succeeded", final_response: "stayed inside", pending_request: null });
+    expect(existsSync(outside)).toBe(false);
+    const events = await s.events(taskId);
+    expect(events.map((e) => e["event_type"])).not.toContain("approval.requested");
+    expect(events.find((e) => e["event_type"] === "approval.auto_declined")?.["payload"]).toEqual({
+      category: "file_change",
+      title: "Apply file changes",
+      reason: "outside_workdir",
+    });
+    expect(mock.toolOutput("call_0")).toMatch(/rejected by user/);
   }, 60_000);
 });
 
@@ -393,6 +435,15 @@ describe.skipIf(!CODEX_PRESENT)("item 8: a cancelled sandbox leaves no litter", 
     expect(entries()).toEqual([".agents", "README.md", "src"]);
     // git works there again: no empty .git shadows a repository
     expect(existsSync(join(s.workspace, ".git"))).toBe(false);
+  }, 60_000);
+
+  test("the task deadline mid-command: interrupted AGENT_TASK_TIMED_OUT, and the sandbox's litter goes too", async () => {
+    const { s } = await stack([{ exec: "sleep 30" }, done("never")], { approval_policy: "never", sandbox: "workspace-write" }, { task_timeout_seconds: 4 });
+    const entries = () => readdirSync(s.workspace).sort();
+    const taskId = await s.submit({ prompt: "sleep past the deadline" });
+    await eventually(() => entries().includes(".git"), 30_000);
+    expect(await s.finish(taskId)).toMatchObject({ error_code: "AGENT_TASK_TIMED_OUT" });
+    await eventually(() => entries().join() === "README.md,src", 30_000);
   }, 60_000);
 });
 

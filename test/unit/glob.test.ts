@@ -195,7 +195,7 @@ describe("matching time is linear in the name, whatever the pattern", () => {
         const started = performance.now();
         expect(m(name)).toBe(false);
         expect(m(`${name}b`)).toBe(true);
-        expect(performance.now() - started).toBeLessThan(50);
+        expect(performance.now() - started).toBeLessThan(1000); // a backtracking matcher takes minutes here; the bound only has to tell the two apart on a loaded machine
       }
     });
   }
@@ -203,6 +203,6 @@ describe("matching time is linear in the name, whatever the pattern", () => {
     const m = star(`${"**/*a*a*a*/".repeat(20)}**/x`);
     const started = performance.now();
     expect(m(`${"a/".repeat(99)}b`)).toBe(false);
-    expect(performance.now() - started).toBeLessThan(50);
+    expect(performance.now() - started).toBeLessThan(1000); // a backtracking matcher takes minutes here; the bound only has to tell the two apart on a loaded machine
   });
 });

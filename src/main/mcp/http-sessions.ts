@@ -21,6 +21,8 @@ const SWEEP_MAX_MS = 30_000;
 
 export class HttpSessions<T> {
   private readonly sessions = new Map<string, HttpSession<T>>();
+  /** Rooms made by `makeRoom` and not given back yet: initializations in flight count against the cap. */
+  private pending = 0;
   private readonly sweeper: ReturnType<typeof setInterval>;
 
   constructor(
@@ -64,19 +66,28 @@ export class HttpSessions<T> {
   }
 
   /**
-   * Makes room for one more session: at the cap the oldest idle session is closed. False when
-   * every session has a request in flight, so none can be closed.
+   * Makes room for one more session: at the cap the oldest idle session is closed. The room is held
+   * until the returned function is called (once the session is added, or its request ended without
+   * one), so initializations running at once cannot pass the cap together. Null when every session
+   * has a request in flight, so none can be closed.
    */
-  makeRoom(): boolean {
-    if (this.sessions.size < this.max) return true;
-    let oldest: HttpSession<T> | null = null;
-    for (const s of this.sessions.values()) {
-      if (s.inFlight === 0 && (oldest === null || s.lastActive < oldest.lastActive)) oldest = s;
+  makeRoom(): (() => void) | null {
+    if (this.sessions.size + this.pending >= this.max) {
+      let oldest: HttpSession<T> | null = null;
+      for (const s of this.sessions.values()) {
+        if (s.inFlight === 0 && (oldest === null || s.lastActive < oldest.lastActive)) oldest = s;
+      }
+      if (oldest === null) return null;
+      this.closeSession(oldest);
+      this.onClosed("cap");
     }
-    if (oldest === null) return false;
-    this.closeSession(oldest);
-    this.onClosed("cap");
-    return true;
+    this.pending++;
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      this.pending--;
+    };
   }
 
   closeAll(): void {

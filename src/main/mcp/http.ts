@@ -135,19 +135,25 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
       return session.transport.handleRequest(req, res);
     }
     if (req.method === "DELETE") return reply(res, 400, "missing session");
-    if (!sessions.makeRoom()) return reply(res, 503, "too many sessions", { "retry-after": "1" });
+    const room = sessions.makeRoom();
+    if (!room) return reply(res, 503, "too many sessions", { "retry-after": "1" });
     let session: HttpSession<StreamableHTTPServerTransport> | undefined;
     const server = createMcpServer({ ...rt, signal: ending.signal });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => crypto.randomUUID(),
       maxRequestBodySize: bodyLimit,
       onsessioninitialized: (id) => {
+        room();
         session = sessions.add(id, transport, () => server.close());
       },
       onsessionclosed: (id) => sessions.forget(id),
     });
     // A request that did not initialize a session leaves nothing behind.
-    res.once("close", () => (session ? sessions.end(session) : void server.close().catch(() => {})));
+    res.once("close", () => {
+      room();
+      if (session) sessions.end(session);
+      else void server.close().catch(() => {});
+    });
     await server.connect(transport);
     return transport.handleRequest(req, res);
   }

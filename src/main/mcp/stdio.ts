@@ -6,6 +6,7 @@
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { createMcpServer } from "./server.ts";
 import { auditStartup, type McpRuntime } from "./startup.ts";
+import { oversizedAnswer } from "./oversized-message.ts";
 import { StdioFlow } from "./stdio-flow.ts";
 import { incomingMessageLimit } from "./transfer-limit.ts";
 
@@ -25,11 +26,15 @@ export async function serveStdio(rt: McpRuntime): Promise<void> {
   auditStartup(rt, "stdio");
   // Backpressure: requests wait while the client does not read our answers (stdio-flow.ts). Our
   // reader takes in any upload up to the configured limit, so one over the stdio limit is answered
-  // BINARY_PAYLOAD_TOO_LARGE rather than ending the session.
-  const flow = new StdioFlow(process.stdin, process.stdout, () => end(0));
+  // BINARY_PAYLOAD_TOO_LARGE, and so is one longer still, read only in part (oversized-message.ts).
+  // Neither ends the session.
+  const maxLine = incomingMessageLimit(rt.deps.config);
+  const flow = new StdioFlow(process.stdin, process.stdout, maxLine, () => end(0), (line) => {
+    const answer = oversizedAnswer(line.head, line.bytes, maxLine);
+    rt.deps.audit.warn("stdio_message_too_large", { bytes: line.bytes, limit: maxLine, answered: answer?.code ?? null });
+    return answer?.message ?? null;
+  });
   await server.connect(
-    new StdioServerTransport(flow.input as unknown as NodeJS.ReadStream, flow.output as unknown as NodeJS.WriteStream, {
-      maxBufferSize: incomingMessageLimit(rt.deps.config),
-    }),
+    new StdioServerTransport(flow.input as unknown as NodeJS.ReadStream, flow.output as unknown as NodeJS.WriteStream, { maxBufferSize: maxLine }),
   );
 }

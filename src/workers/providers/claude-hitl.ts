@@ -7,7 +7,7 @@
  * `approvalAnswer(request, resolution)`, `questionFor(request)` (null when the input has no usable
  * questions), `questionAnswer(request, resolution)`, `DENIED`.
  */
-import { isAbsolute, relative } from "node:path";
+import { resolve } from "node:path";
 import type { PermissionDeny, PermissionResponse, ToolRequest } from "./claude-wire.ts";
 import type {
   ApprovalPayload,
@@ -94,9 +94,9 @@ export function approvalFor(request: ToolRequest, cwd: string): ApprovalPayload 
   if (request.description !== undefined) payload.reason = request.description;
   const command = stringField(request.input, "command");
   if (category === "command" && command !== undefined) payload.command_display = command;
-  if (request.blocked_path !== undefined) {
-    payload.blocked_path = isAbsolute(request.blocked_path) ? relative(cwd, request.blocked_path) || "." : request.blocked_path;
-  }
+  // absolute, so the worker's redaction makes it workdir-relative, or the outside mark that gets the
+  // request declined without asking anyone (a `../..` form would hide that it leaves the workdir)
+  if (request.blocked_path !== undefined) payload.blocked_path = resolve(cwd, request.blocked_path);
   if (category === "command" && command !== undefined) payload.command = command;
   // an edit's input carries file contents: they reach the human only as the Bridge's bounded diff
   if (category === "file_change") payload.file_changes = proposedChanges(request.tool_name, request.input);

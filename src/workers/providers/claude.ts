@@ -56,9 +56,13 @@ const ARGS = ["-p", "--input-format", "stream-json", "--output-format", "stream-
 /** A failed tool's own reason (e.g. Claude's "Blocked: …"), bounded; the event is redacted downstream. */
 const TOOL_ERROR_BYTES = 4096;
 
+/** Claude wraps a tool's refusal in markup meant for the model; a human reads the text inside. */
+const TOOL_USE_ERROR = /^<tool_use_error>([\s\S]*)<\/tool_use_error>$/;
+
 function toolCompleted(tool: string, isError: boolean, content: unknown): Record<string, unknown> {
   if (!isError) return { tool, is_error: false };
-  const cut = cutUtf8(toolResultText(content), TOOL_ERROR_BYTES);
+  const text = toolResultText(content).trim();
+  const cut = cutUtf8(TOOL_USE_ERROR.exec(text)?.[1] ?? text, TOOL_ERROR_BYTES);
   return cut.truncated ? { tool, is_error: true, error: cut.text, truncated: true } : { tool, is_error: true, error: cut.text };
 }
 

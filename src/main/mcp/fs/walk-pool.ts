@@ -8,7 +8,10 @@
  * sees it before its next entry, closes every handle it opened and takes the next job. One that
  * has not come back within `RETIRE_MS` (a system call that hangs, e.g. on a dead network mount)
  * is retired: a fresh worker takes its place, and the old one is terminated once its job returns,
- * so no handle is ever abandoned open.
+ * so no handle is ever abandoned open. A thread blocked in the kernel cannot be ended sooner (a
+ * worker's `terminate()` takes effect only when its thread runs JavaScript again), so at most `size`
+ * workers are retired at once: past that, a retired worker keeps its unit until its job returns,
+ * and the pool never holds more than twice `size` threads however many calls a hung mount catches.
  */
 import type { Remote } from "comlink";
 import { type StartedWorker, startWorker } from "../../../shared/comlink-worker.ts";
@@ -33,8 +36,9 @@ export type Job<R> = (api: Remote<WalkApi>, stop: StopFlag) => Promise<R>;
 export class WalkPool {
   private readonly units: WaitQueue;
   private readonly idle: Slot[] = [];
+  private retired = 0;
 
-  constructor(size: number) {
+  constructor(private readonly size: number) {
     this.units = new WaitQueue(size);
   }
 
@@ -51,9 +55,10 @@ export class WalkPool {
     );
     void settled.then(() => {
       clearTimeout(retire);
+      if (slot.retired) this.retired--;
       if (slot.retired || slot.dead) slot.worker.terminate();
       else this.idle.push(slot);
-      if (!slot.retired) release();
+      release();
     });
     return new Promise<R>((resolve, reject) => {
       let answered = false;
@@ -70,7 +75,7 @@ export class WalkPool {
           reject(e);
           retire = setTimeout(() => {
             slot.retired = true;
-            release();
+            if (++this.retired <= this.size) release();
           }, RETIRE_MS);
           retire.unref();
         });

@@ -1,0 +1,114 @@
+/**
+ * A walk stuck in the kernel (docs/reliability.md, "Hardening: the event loop, reads and memory"):
+ * a subdirectory of the workdir is a real FUSE mount that never answers (test/helpers/hung-mount.ts),
+ * so a search that reaches it blocks its walk-pool worker in a `stat` no stop flag can interrupt.
+ * The call still answers SEARCH_TIMEOUT at its deadline, the stuck worker is replaced so the next
+ * search is served (with `search_workers = 1` only a replacement can serve it), the pool's threads
+ * stay bounded however many calls the mount catches, and once the mount is gone the stuck worker is
+ * terminated: threads and descriptors come back to the baseline. Skipped where no test can mount
+ * (not root, or no /dev/fuse).
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import { errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
+import { type HungMount, hangMount, hungMountAvailable } from "../helpers/hung-mount.ts";
+import { startRaw } from "../helpers/raw-stdio.ts";
+import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
+
+const available = hungMountAvailable();
+
+let dir: TempDir;
+let config: string;
+let hung: string;
+let mount: HungMount | undefined;
+
+beforeAll(() => {
+  if (!available) return;
+  dir = tempDir();
+  dir.file("ws/ok/a.txt", "hello\n");
+  hung = dir.dir("ws/hung");
+  config = writeConfig(dir.path, {
+    limits: { search_workers: 1, search_timeout_seconds: 3 },
+    workdirs: [{ slot: 1, alias: "ws", path: `${dir.path}/ws` }],
+  });
+});
+afterEach(async () => {
+  await mount?.release();
+  mount = undefined;
+});
+afterAll(() => dir?.remove());
+
+/** The process's Worker threads (Bun names them so); its other threads (JIT, GC) come and go. */
+const workers = (pid: number) =>
+  readdirSync(`/proc/${pid}/task`).filter((t) => {
+    try {
+      return readFileSync(`/proc/${pid}/task/${t}/comm`, "utf8").trim() === "Worker";
+    } catch {
+      return false;
+    }
+  }).length;
+const fds = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
+/** Polls `read` until it is at most `bound` (or 10 s pass) and returns its last value. */
+async function settlesTo(read: () => number, bound: number): Promise<number> {
+  const deadline = Date.now() + 10_000;
+  while (read() > bound && Date.now() < deadline) await Bun.sleep(50);
+  return read();
+}
+
+describe.skipIf(!available)("a walk-pool worker stuck in a hung filesystem", () => {
+  test("is replaced at its call's deadline, the next search is served, threads stay bounded, and it is terminated once the mount is gone", async () => {
+    mount = await hangMount(hung);
+    const s: McpSession = await startStdio(config);
+    const pid = s.pid!;
+    const search = (path: string) => s.call("search_text", { workdir: "ws", path, query: "hello" });
+    try {
+      // The first search starts the only worker: the baseline counts its descriptors.
+      expect(structured<{ returned: number }>(await search("ok")).returned).toBe(1);
+      expect(workers(pid)).toBe(1);
+      const baseFds = fds(pid);
+
+      const started = performance.now();
+      expect(errorCode(await search(""))).toBe("SEARCH_TIMEOUT");
+      expect(performance.now() - started).toBeLessThan(5000);
+      // Its worker is still blocked in the kernel; a fresh one serves the next search.
+      expect(structured<{ returned: number }>(await search("ok")).returned).toBe(1);
+      expect(workers(pid)).toBe(2);
+
+      // More calls caught by the mount: the fresh worker is stuck and retired too, then the pool
+      // starts no thread for them (they wait for a unit within their deadline): at most twice
+      // search_workers threads, where the old pool started one per caught call.
+      for (let i = 0; i < 4; i++) expect(errorCode(await search(""))).toBe("SEARCH_TIMEOUT");
+      expect(workers(pid)).toBe(2);
+      expect(structured<{ workdirs: unknown[] }>(await s.call("list_workdirs")).workdirs).toHaveLength(1);
+
+      // The mount goes away: the blocked calls fail, their jobs return, and both workers (each
+      // retired while stuck) are terminated; the next search starts a fresh one.
+      await mount.release();
+      mount = undefined;
+      expect(await settlesTo(() => workers(pid), 0)).toBe(0);
+      expect(await settlesTo(() => fds(pid), baseFds)).toBeLessThanOrEqual(baseFds);
+      expect(structured<{ returned: number }>(await search("")).returned).toBe(1);
+      expect(workers(pid)).toBe(1);
+    } finally {
+      await s.close();
+    }
+  }, 90_000);
+
+  test("stdin EOF still ends the process within a second while its worker is stuck", async () => {
+    mount = await hangMount(hung);
+    const raw = await startRaw(config);
+    try {
+      raw.callTool(1, "search_text", { workdir: "ws", query: "hello" });
+      raw.callTool(2, "list_workdirs", {});
+      await raw.answer(2);
+      expect(raw.answered.has(1)).toBe(false);
+      const closedAt = performance.now();
+      raw.proc.stdin.end();
+      const code = await Promise.race([raw.proc.exited, Bun.sleep(5000).then(() => "still running")]);
+      expect(code).toBe(0);
+      expect(performance.now() - closedAt).toBeLessThan(1000);
+    } finally {
+      raw.proc.kill("SIGKILL");
+    }
+  }, 30_000);
+});
