@@ -3,12 +3,12 @@
  * `state_dir/results/<task_id>.txt`, private to the Bridge user, published atomically and read back
  * in UTF-8-safe chunks. Synchronous and stateless, so the spool worker (and a test) can call it on
  * any thread. Offers:
- * - `classifyResult(text)`: inline | spool | too_large (§10.1), with size and SHA-256 of the full text;
+ * - `classifyResult(text)`: inline | spool | too_large (docs/task-model.md#results), with size and SHA-256 of the full text;
  * - `resultPreview(text)`: the first 65,536 bytes, cut back to the last complete character;
  * - `resultsDir(stateDir)`, `ensureResultsDir(stateDir)`: the private directory, created 0700;
- * - `writeSpool(stateDir, taskId, text)`: the atomic write of §10.2 steps (1)–(5);
- * - `readSpoolChunk(stateDir, taskId, expectedSize, offsetBytes, maxBytes)`: §10.3 steps 2–6;
- * - `removeSpool(stateDir, taskId)`: the GC unlink of §8.3, true when GC may delete the row;
+ * - `writeSpool(stateDir, taskId, text)`: the atomic write of docs/task-model.md#results steps (1)–(5);
+ * - `readSpoolChunk(stateDir, taskId, expectedSize, offsetBytes, maxBytes)`: docs/task-model.md#results steps 2–6;
+ * - `removeSpool(stateDir, taskId)`: the GC unlink of docs/task-model.md#retention, true when GC may delete the row;
  * - `removeLeftoverTemps(stateDir)`: startup removal of `.*.tmp` files.
  *
  * The directory is opened once per call without following symlinks and checked by `fstat`; every
@@ -225,7 +225,7 @@ export function writeSpool(stateDir: string, taskId: string, text: string): Spoo
 }
 
 /**
- * §8.3: unlinks the task's spool file if there is one. True when GC may delete the row: the file
+ * docs/task-model.md#retention: unlinks the task's spool file if there is one. True when GC may delete the row: the file
  * is gone or never existed. False (skip this pass) when the entry is not a regular file, the
  * directory is unsafe, or the unlink fails. An id outside the format can have no spool file.
  */
@@ -313,7 +313,7 @@ function incompleteTailStart(bytes: Uint8Array): number | null {
   return p;
 }
 
-/** §10.3 step 5: strict UTF-8, where only an incomplete character at the very end may be dropped. */
+/** docs/task-model.md#results step 5: strict UTF-8, where only an incomplete character at the very end may be dropped. */
 function decodeChunk(bytes: Uint8Array): { text: string; length: number } {
   const whole = decodeStrict(bytes);
   if (whole !== null) return { text: whole, length: bytes.length };

@@ -1,7 +1,7 @@
 /**
  * The maintenance worker (docs/task-model.md#threads): every `maintenance_interval_seconds` it runs retention GC,
  * the deadline and interaction-expiry sweeps — the backstop behind the task service's own timers —
- * and the periodic reconciliation sweep (§12.3). It deletes GC'd rows and spool files itself;
+ * and the periodic reconciliation sweep (docs/reliability.md#lazy-write-submit-and-periodic-maintenance). It deletes GC'd rows and spool files itself;
  * anything that touches a provider, a lease or a guard it hands to the task service through the
  * proxied host, which acts.
  */
@@ -53,7 +53,7 @@ function sweepTimers(db: Store, h: MaintenanceHost): void {
 }
 
 /**
- * §12.3 periodic: every guard and every active task without a live runner gets the group check (no
+ * docs/reliability.md#lazy-write-submit-and-periodic-maintenance periodic: every guard and every active task without a live runner gets the group check (no
  * signals). Only gone verdicts change anything, so only those are handed over; an invalid guard,
  * an alive or an uncheckable provider stays as it is.
  */

@@ -1,5 +1,5 @@
 /**
- * The spool worker (docs/task-model.md#threads, §10): writes spooled results (SHA-256, atomic publish), serves
+ * The spool worker (docs/task-model.md#threads, docs/task-model.md#results): writes spooled results (SHA-256, atomic publish), serves
  * chunked reads, removes spool files for GC and leftover temporary files at startup, off the main
  * thread. Its API is `SpoolApi`, reached through `startSpoolWorker()` (src/main/bridge/spool-client.ts);
  * errors arrive as `ServerFsError` with their code.

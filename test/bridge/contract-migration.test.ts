@@ -1,5 +1,5 @@
 /**
- * Bridge contract, the v0.6 migration (docs/task-model.md#the-state-database, docs/reliability.md#startup-before-the-socket-opens row T6; plan docs/bridge-rpc.md#methods): a database
+ * Bridge contract, the v0.6 migration (docs/task-model.md#the-state-database, docs/reliability.md#startup-before-the-socket-opens row T6): a database
  * built with the v0.6 DDL and legacy rows in a fresh state_dir is opened by the real Bridge, which
  * migrates it additively, invents no evidence, reconciles the legacy active tasks at startup, and
  * changes nothing on a second start.

@@ -181,7 +181,7 @@ const lastUserText = (request: MockRequest): string | undefined =>
 
 const sessionOf = (r: Recorded): string | undefined => r.natives.find((n) => n.sessionId !== undefined)?.sessionId;
 
-describe.skipIf(!PRESENT)("§13.1 runtime.list entry for claude", () => {
+describe.skipIf(!PRESENT)("runtime.list entry for claude", () => {
   test("probe reports the CLI's N.N.N version and live_steer false", async () => {
     const version = (JSON.parse(readFileSync(join(PACKAGE, "package.json"), "utf8")) as { version: string }).version;
     expect(await createClaudeAdapter({ bin: BIN, config_dir: "", probe_timeout_seconds: 5 }).probe()).toEqual({
@@ -399,7 +399,7 @@ describe.skipIf(!PRESENT)("docs/runtimes.md claude: cancel and continuation", ()
   }, 40_000);
 });
 
-describe.skipIf(!PRESENT)("§13 a claude task through the real Bridge", () => {
+describe.skipIf(!PRESENT)("a claude task through the real Bridge", () => {
   let bridge: Awaited<ReturnType<typeof startBridgeProcess>> | undefined;
   afterAll(async () => {
     await bridge?.stop();

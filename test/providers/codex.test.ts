@@ -1,7 +1,7 @@
 /**
  * The codex adapter against the real Codex CLI (`codex app-server`), fully offline against the
  * scripted Responses mock (docs/runtimes.md#codex and "Testing the real runtimes offline"; docs/bridge-rpc.md
- * §13). Each test has its own CODEX_HOME under the checkout's `.tmp/` (Codex refuses the system temp
+ * docs/runtimes.md#the-adapter-contract). Each test has its own CODEX_HOME under the checkout's `.tmp/` (Codex refuses the system temp
  * directory) and its own mock.
  */
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
@@ -153,7 +153,7 @@ afterAll(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-describe.skipIf(!present)("§13.1 codex probe", () => {
+describe.skipIf(!present)("codex probe", () => {
   test("reports the CLI's version and the codex capabilities", async () => {
     const h = harness([]);
     expect(await createCodexAdapter(h.settings).probe()).toEqual({

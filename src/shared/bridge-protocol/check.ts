@@ -1,7 +1,7 @@
 /**
  * Checking a JSON object against a strict valibot schema in the order the protocol prescribes:
  * key set first (a missing required key, or any unknown key), then the JSON types (docs/bridge-rpc.md
- * §2.2, §2.4). Offers `checkObject` and `keySetMatches`. Messages name only keys the schema knows,
+ * docs/bridge-rpc.md#envelope, docs/bridge-rpc.md#parameter-rules). Offers `checkObject` and `keySetMatches`. Messages name only keys the schema knows,
  * never a value or a key the peer invented.
  */
 import * as v from "valibot";

@@ -23,7 +23,7 @@ const jsonObject = v.custom<Record<string, unknown>>(isJsonObject);
 
 /**
  * Key set and JSON types of a request. `protocol_version` only has to be a safe integer here:
- * its value is checked after the key set, with its own code (§2.2 validation order).
+ * its value is checked after the key set, with its own code (validation order).
  */
 export const RequestEnvelopeSchema = v.strictObject({
   protocol_version: v.pipe(v.number(), v.safeInteger()),

@@ -1,12 +1,12 @@
 /**
- * The params of every Bridge RPC method (docs/bridge-rpc.md#methods table, §2.4 rules) as one strict valibot
+ * The params of every Bridge RPC method (docs/bridge-rpc.md#methods table, docs/bridge-rpc.md#parameter-rules rules) as one strict valibot
  * schema per method: key set and JSON types only. Range and semantic checks (limits, id formats,
  * enums) belong to the task service and use the methods' own codes. Offers:
  * - `METHOD_PARAMS`, `Method`, `METHODS`, `isMethod`;
  * - `Params<M>` (after defaults: what a handler receives) and `ParamsInput<M>` (what a client sends);
  * - one exported params type per method (`TaskSubmitParams`, ...).
  *
- * Encoding of §2.4: a "string|null" param is `optional(nullable(string), null)` so null and absent
+ * Encoding of docs/bridge-rpc.md#parameter-rules: a "string|null" param is `optional(nullable(string), null)` so null and absent
  * both arrive as null; other optional params are `optional(...)` (null is a type error); integers
  * are safe integers (booleans and strings are never numbers in valibot).
  */
@@ -46,7 +46,7 @@ export const METHOD_PARAMS = {
     decision: string,
     granted_permission_ids: v.optional(v.array(string)),
   }),
-  // element shapes are INVALID_QUESTION_ANSWER territory (§6.2 step 7), not a protocol error
+  // element shapes are INVALID_QUESTION_ANSWER territory (docs/bridge-rpc.md#taskapprovalrespond-and-taskquestionanswer step 7), not a protocol error
   "task.question.answer": v.strictObject({ task_id: string, request_id: string, answers: v.array(v.unknown()) }),
   "task.message.send": v.strictObject({ task_id: string, message: string }),
   "task.cancel": v.strictObject({ task_id: string }),

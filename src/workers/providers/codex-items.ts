@@ -1,6 +1,6 @@
 /**
  * What a codex thread item becomes on the Bridge's side (docs/runtimes.md#codex steps 4–5, docs/bridge-rpc.md
- * §4.3): the compact `item.started` / `item.completed` payload, and the final text of a turn.
+ * docs/events.md#event-types): the compact `item.started` / `item.completed` payload, and the final text of a turn.
  *
  * Offers:
  * - `itemPayload(item)`: `type`, plus `text`/`phase` for `agentMessage`, `command`, `cwd`, `status`,

@@ -1,6 +1,6 @@
 /**
  * Starting a provider child the way every runtime needs it (docs/runtimes.md#process-model, docs/bridge-rpc.md
- * §5.4 steps 2–3): its own process group (Bun's `detached` calls `setsid`, so pgid == pid), stdin and
+ * docs/task-model.md#execution steps 2–3): its own process group (Bun's `detached` calls `setsid`, so pgid == pid), stdin and
  * stdout piped, stderr drained into a bounded tail, the environment plus `SERVERFS_PROVIDER_MARK`.
  *
  * Offers:
@@ -37,7 +37,7 @@ export interface SpawnSpec {
   startDir?: VerifiedStartDir;
   /** The provider's environment, without the mark (added here). */
   env: Readonly<Record<string, string | undefined>>;
-  /** 32 lowercase hex, already durable before this call (§5.4 step 2). */
+  /** 32 lowercase hex, already durable before this call (docs/task-model.md#execution step 2). */
   mark: string;
   lineCap?: number;
   /** How much of a long string in a line is kept (docs/runtimes.md#process-model); default all of it. */

@@ -153,7 +153,7 @@ export interface RunContext {
   recordNative(facts: NativeFacts): Promise<void>;
   /**
    * The provider passed its handshake and has its task input: the task is now `running` (docs/bridge-rpc.md
-   * §5.4 steps 3–4). Called once; from then on the run accepts steering.
+   * docs/task-model.md#execution steps 3–4). Called once; from then on the run accepts steering.
    */
   started(): void;
   /** The provider produced output; resets the idle timer (`event_idle_timeout_seconds`). */

@@ -1,10 +1,10 @@
 /**
  * The Bridge RPC server, protocol 1 (docs/bridge-rpc.md#socket-and-framing): an AF_UNIX stream socket prepared and bound
- * with the §2.3 hygiene, a peer check on every accept, NDJSON framing and the §2.2 envelope rules,
+ * with the docs/bridge-rpc.md#peer-check hygiene, a peer check on every accept, NDJSON framing and the docs/bridge-rpc.md#envelope envelope rules,
  * connections served concurrently and each strictly in order. Offers `startRpcServer`,
  * `RpcServerOptions`, `RpcServer` (and re-exports the handler types).
  *
- * Shutdown (§14 step 1): `close()` stops accepting, unlinks the socket if it is still the inode
+ * Shutdown (docs/task-model.md#shutdown step 1): `close()` stops accepting, unlinks the socket if it is still the inode
  * bound here, and aborts every in-flight request's signal so long polls return at once. Open
  * connections stay: their further requests are answered BRIDGE_CLOSED until the process exits.
  */

@@ -1,5 +1,5 @@
 /**
- * Runtime probes for `runtime.list` and submission (docs/bridge-rpc.md#runtimelist, §5.3 step 7): run concurrently,
+ * Runtime probes for `runtime.list` and submission (docs/bridge-rpc.md#runtimelist, docs/task-model.md#submission step 7): run concurrently,
  * cached up to 30 s so a burst of submissions does not spawn a `--version` per call. A probe that
  * throws yields `{name, available: false}` only.
  */

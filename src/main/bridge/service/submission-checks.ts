@@ -46,7 +46,7 @@ export interface FingerprintInput {
   workdir: string;
 }
 
-/** Step 6: never includes correlation_id (plan §2.1: it is never used for idempotency). */
+/** Step 6: never includes correlation_id (it is never used for idempotency). */
 export function requestFingerprint(f: FingerprintInput): string {
   return sha256Hex(
     canonicalJson({

@@ -1,6 +1,6 @@
 /**
  * Reading one page of a text file (docs/mcp-tools.md#read_text_file), shared by read_text_file and the resource
- * read (§5.7). The target's type is decided from a no-follow stat before anything is opened; the
+ * read (docs/mcp-tools.md#the-file-resource). The target's type is decided from a no-follow stat before anything is opened; the
  * file is then read through one non-blocking, no-follow handle, stat-ed before and after.
  *
  * Reads are bounded before they scan (docs/reliability.md, "Hardening"): the first bytes are
