@@ -36,7 +36,7 @@ import { BUN, REPO_ROOT, tempDir } from "../../test/helpers/workspace.ts";
 import { type IngestRound, ingestRound } from "./lib/bridge-ingest.ts";
 import { type LineMemory, lineMemory } from "./lib/bridge-line-memory.ts";
 import { connectLines, type LineClient, type RoundTrips, roundTrips } from "./lib/bridge-line-client.ts";
-import { maxRssDuring, peakRssMb, rssMb } from "./lib/bridge-rss.ts";
+import { maxRssDuring, peakRssMb, settledRss } from "./lib/bridge-rss.ts";
 import { rawBatchedInserts, seedFinishedTasks } from "./lib/bridge-seed.ts";
 import { submitBurst } from "./lib/bridge-submit-burst.ts";
 import { median, ms } from "./lib/measure.ts";
@@ -392,16 +392,6 @@ async function rssWithRunningTasks(env: BridgeEnv, pid: number): Promise<number>
   for (const id of ids) await call(env.socketPath, "task.cancel", { task_id: id });
   await Promise.all(ids.map((id) => waitForTask(env.socketPath, id, isTerminalTask)));
   return max_mb;
-}
-
-async function settledRss(pid: number): Promise<number> {
-  await Bun.sleep(1_000);
-  const samples: number[] = [];
-  for (let i = 0; i < 5; i++) {
-    samples.push(rssMb(pid));
-    await Bun.sleep(100);
-  }
-  return median(samples);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -17,8 +17,7 @@ import {
   startBridgeProcess,
   waitForTask,
 } from "../../../test/helpers/bridge.ts";
-import { peakRssMb, rssMb } from "./bridge-rss.ts";
-import { median } from "./measure.ts";
+import { peakRssMb, settledRss } from "./bridge-rss.ts";
 
 const MIB = 1024 * 1024;
 const MAX_SPOOLED_RESULT_BYTES = 8 * MIB;
@@ -46,16 +45,6 @@ export interface LineMemory {
 }
 
 const mb = (bytes: number): number => Math.round(bytes / 1e4) / 100;
-
-async function settledRss(pid: number): Promise<number> {
-  await Bun.sleep(1_000);
-  const samples: number[] = [];
-  for (let i = 0; i < 5; i++) {
-    samples.push(rssMb(pid));
-    await Bun.sleep(100);
-  }
-  return median(samples);
-}
 
 /** The prompt whose provider writes one `kind` line of exactly `bytes` bytes (`max_result`: its own size). */
 function linePrompt(kind: LineKind, bytes: number): string {

@@ -4,6 +4,7 @@
  * and do not.
  */
 import { readFileSync } from "node:fs";
+import { median } from "./measure.ts";
 
 /** MB = 10^6 bytes; the kernel's "kB" is KiB. */
 const toMb = (kib: number): number => Math.round((kib * 1024) / 1e4) / 100;
@@ -32,4 +33,15 @@ export async function maxRssDuring<T>(pid: number, everyMs: number, during: () =
   } finally {
     clearInterval(timer);
   }
+}
+
+/** RSS once the process has had a second to return memory: the median of five samples 100 ms apart. */
+export async function settledRss(pid: number): Promise<number> {
+  await Bun.sleep(1_000);
+  const samples: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    samples.push(rssMb(pid));
+    await Bun.sleep(100);
+  }
+  return median(samples);
 }
