@@ -4,20 +4,22 @@
  * `runFakeProvider()`. It speaks the wire of `providers/fake-wire.ts` on stdin/stdout, so it goes
  * through the same process, stream, approval, cancel and crash paths as a real runtime.
  *
- * Offers: `runFakeProvider(): Promise<never>` (the process main; it always ends with `process.exit`).
+ * Offers: `runFakeProvider(): Promise<never>` (the process main; it always ends with `process.exit`);
+ * `FAKE_RUN_LOG_VARIABLE`, the environment variable naming its run log.
  *
  * Life: write `ready`; read one `run` request; write `session`; play the prompt's script; write one
  * outcome; then wait for stdin to close and exit 0. stdin closing at any earlier point means the
  * adapter is gone, and the process exits at once (after an interrupt, once its `cancelled` line is
  * out), leaving any grandchild behind, as a careless provider would, for the process-group proof to
- * find. `crash:` exits 1 mid-run.
+ * find. `crash:` exits 1 mid-run; `garbage:`, `hang:`, `stderr:`, `linger:` and `setsid:` are the
+ * provider faults of the stress grounds (scripts/stress/provider-faults.ts).
  *
  * Choices the table leaves open: a numeric field (N, MS, SECONDS) that is not a decimal number makes
  * the prompt fall through to "anything else"; `steer:`, `wait:` and `crash:` ignore what follows the
  * colon; `write:` refuses absolute and `..` paths and, for a `review` task, writes nothing (a review
  * run is read-only); a question the adapter cannot get answered yields the answers `[]`.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, normalize } from "node:path";
 import { canonicalJson } from "../shared/canonical-json.ts";
 import {
@@ -183,7 +185,47 @@ const FORMS: Form[] = [
   ],
   [/^fail:([\s\S]*)$/, (m) => async () => ({ kind: "failed", message: m[1]! })],
   [/^crash:/, () => () => process.exit(1)],
+  [/^garbage:/, () => () => write("this is not a wire line\n").then(() => new Promise<never>(() => {}))],
+  [/^hang:/, () => () => hang()],
+  [
+    /^stderr:(\d+):([\s\S]*)$/,
+    (m) => {
+      const mib = count(m[1]!);
+      return mib === null ? null : () => floodStderr(mib).then(() => ({ kind: "final", text: m[2]! }));
+    },
+  ],
+  [/^linger:(\d+(?:\.\d+)?):([\s\S]*)$/, (m) => async () => leaveChild(m[1]!, false, m[2]!)],
+  [/^setsid:(\d+(?:\.\d+)?):([\s\S]*)$/, (m) => async () => leaveChild(m[1]!, true, m[2]!)],
 ];
+
+/** `hang:` — SIGTERM caught and never acted on, the thread blocked: no line is read or written again. */
+function hang(): never {
+  process.on("SIGTERM", () => {});
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
+  throw new Error("unreachable: nothing wakes the wait");
+}
+
+const MIB = 1 << 20;
+
+async function floodStderr(mib: number): Promise<void> {
+  const chunk = "stderr flood\n".repeat(Math.ceil(MIB / 13)).slice(0, MIB);
+  for (let i = 0; i < mib; i++) {
+    await new Promise<void>((resolve, reject) => process.stderr.write(chunk, (e) => (e ? reject(e) : resolve())));
+  }
+}
+
+/**
+ * `linger:` / `setsid:` — a child that ignores SIGTERM and keeps our stdout open, left behind when we
+ * end: in our process group, or (`setsid`) in a session of its own, found only by the provider mark.
+ */
+function leaveChild(seconds: string, ownSession: boolean, text: string): Ending {
+  Bun.spawn({
+    cmd: ["sh", "-c", `trap '' TERM; exec sleep ${seconds}`],
+    detached: ownSession,
+    stdio: ["ignore", "inherit", "ignore"],
+  }).unref();
+  return { kind: "final", text };
+}
 
 function script(req: RunRequest, inbox: Inbox): Script {
   for (const [form, build] of FORMS) {
@@ -266,6 +308,17 @@ async function report(ending: Ending, continued: boolean): Promise<void> {
   }
 }
 
+export const FAKE_RUN_LOG_VARIABLE = "SERVERFS_FAKE_RUN_LOG";
+
+/**
+ * With `SERVERFS_FAKE_RUN_LOG` set (the stress grounds, scripts/stress/), one line `<task_id> <pid>` is
+ * appended to that file for every run request taken, independently of the Bridge's own records.
+ */
+function noteRun(taskId: string): void {
+  const log = process.env[FAKE_RUN_LOG_VARIABLE];
+  if (log) appendFileSync(log, `${taskId} ${process.pid}\n`);
+}
+
 export async function runFakeProvider(): Promise<never> {
   // the adapter stopped reading: nobody is left to talk to
   process.stdout.on("error", () => process.exit(1));
@@ -274,6 +327,7 @@ export async function runFakeProvider(): Promise<never> {
   const first = await lines.next();
   const req = first.done ? null : parseLine(AdapterLineSchema, first.value);
   if (req === null || req.type !== "run") process.exit(0);
+  noteRun(req.task_id);
 
   const continued = req.continue_session_id !== null;
   if (continued && !req.continue_session_id!.startsWith("fake-session-")) {

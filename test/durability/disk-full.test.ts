@@ -8,7 +8,7 @@
  */
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { closeSync, mkdirSync, openSync, rmSync, writeSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import {
   type BridgeEnv,
@@ -22,38 +22,14 @@ import {
   submitTask,
   waitForTask,
 } from "../helpers/bridge.ts";
+import { fill, mountTmpfs, unmount } from "../helpers/tmpfs.ts";
 import { cleanup, mcpView, until } from "./support.ts";
 
 const env: BridgeEnv = bridgeEnv({ lifecycle: { maintenance_interval_seconds: 1, max_active_tasks: 32 } });
 const mounts = [env.stateDir, env.lockDir];
 
-function mount(at: string, size: string): boolean {
-  mkdirSync(at, { recursive: true });
-  return Bun.spawnSync(["mount", "-t", "tmpfs", "-o", `size=${size},mode=0700`, "tmpfs", at], { stderr: "pipe" }).exitCode === 0;
-}
-const mounted = mount(env.stateDir, "6m") && mount(env.lockDir, "1m");
+const mounted = mountTmpfs(env.stateDir, "6m") && mountTmpfs(env.lockDir, "1m");
 if (!mounted) console.warn("disk-full.test.ts: SKIPPED — mounting a tmpfs was refused (needs root); the injected-lock test still runs");
-
-/** Fills the file system under `dir` to the last byte; returns the filler's path. */
-function fill(dir: string): string {
-  const path = join(dir, "filler");
-  const fd = openSync(path, "w");
-  try {
-    for (const size of [1 << 20, 1 << 16, 1 << 12, 1 << 9, 1]) {
-      const chunk = Buffer.alloc(size, 7);
-      for (;;) {
-        try {
-          writeSync(fd, chunk);
-        } catch {
-          break;
-        }
-      }
-    }
-  } finally {
-    closeSync(fd);
-  }
-  return path;
-}
 
 let bridge: BridgeProcess;
 
@@ -65,7 +41,7 @@ afterAll(async () => {
   for (const m of mounts) rmSync(join(m, "filler"), { force: true });
   await bridge?.stop();
   await cleanup([env.stateDir]);
-  for (const m of mounts) Bun.spawnSync(["umount", "-l", m]);
+  for (const m of mounts) unmount(m);
   env.dir.remove();
 });
 
