@@ -8,10 +8,7 @@
  * kill left unanswered are replayed with their idempotency key; one answered submit per cycle is
  * replayed too and must name the same task. Prints one JSON document; exits 1 on any violation.
  *
- *   bun run stress:crash [--cycles 100] [--tasks 6] [--slots 4] [--kill-ms 2500] [--seed N] [--review-lingers 1]
- *
- * `--review-lingers 1` adds review tasks that leave a SIGTERM-ignoring child: it reproduces the known
- * gap of docs/reliability.md "The stress grounds" (orphan_alive).
+ *   bun run stress:crash [--cycles 100] [--tasks 6] [--slots 4] [--kill-ms 2500] [--seed N]
  */
 import { join } from "node:path";
 import { FAKE_RUN_LOG_VARIABLE } from "../../src/workers/fake-provider.ts";
@@ -24,7 +21,7 @@ import { checkInvariants, type StateView } from "./lib/invariants.ts";
 import { Ledger } from "./lib/ledger.ts";
 import { randomTask, type TaskSpec } from "./lib/workload.ts";
 
-const flags = sizeFlags("crash-loop", { cycles: 100, tasks: 6, slots: 4, "kill-ms": 2500, seed: Date.now() % 1_000_000, "review-lingers": 0 });
+const flags = sizeFlags("crash-loop", { cycles: 100, tasks: 6, slots: 4, "kill-ms": 2500, seed: Date.now() % 1_000_000 });
 const EXPECTED_REFUSALS = new Set(["WORKDIR_BUSY", "AGENT_TASK_LIMIT_REACHED"]);
 const say = (line: string) => progress("crash", line);
 
@@ -51,7 +48,7 @@ let acceptedSubmits = 0;
 let replayedUnanswered = 0;
 
 function newSubmit(): Submit {
-  const spec = randomTask(r, counter++, flags["review-lingers"] === 1);
+  const spec = randomTask(r, counter++);
   const slot = r.int(1, flags.slots);
   return {
     spec,

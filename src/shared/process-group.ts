@@ -7,6 +7,7 @@
  * - `checkProcessGroup(pgid, startTime, mark)` → `"alive" | "gone" | "cannot_check"`.
  * - `terminateProcessGroup(pgid, startTime, mark, bounds?)` → `{ proven }`: SIGTERM, grace, SIGKILL,
  *   verify; proven only when the check then reads "gone".
+ * - `liveMarks()`: every provider mark a live process of our uid carries, from one pass over `/proc`.
  * - `PROVIDER_MARK_VARIABLE`, `DEFAULT_TERMINATE_BOUNDS`, `KILL_BOUNDS`, types `GroupVerdict`, `ProcStat`,
  *   `TerminateBounds`.
  *
@@ -89,6 +90,45 @@ function carriesMark(pid: number, entry: Buffer): boolean {
     if (starts && (end === environ.length || environ[end] === 0)) return true;
   }
   return false;
+}
+
+const MARK_PREFIX = Buffer.from(`${PROVIDER_MARK_VARIABLE}=`);
+
+/** The mark values in one environment block (`NAME=value` entries, each ended by NUL). */
+function marksIn(environ: Buffer, into: Set<string>): void {
+  for (let at = environ.indexOf(MARK_PREFIX); at >= 0; at = environ.indexOf(MARK_PREFIX, at + 1)) {
+    if (at > 0 && environ[at - 1] !== 0) continue;
+    const end = environ.indexOf(0, at);
+    into.add(environ.toString("latin1", at + MARK_PREFIX.length, end < 0 ? environ.length : end));
+  }
+}
+
+/**
+ * Every mark carried by a live process of our uid. Startup uses it to find what a run left behind when
+ * a crash cut its finally path short: a terminal task has no guard to point at it (review tasks never
+ * have one), but whatever its provider started inherited the mark.
+ */
+export function liveMarks(): string[] {
+  const me = process.getuid?.() ?? -1;
+  const marks = new Set<string>();
+  let names: string[];
+  try {
+    names = readdirSync("/proc");
+  } catch {
+    return [];
+  }
+  for (const name of names) {
+    const pid = Number(name);
+    if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) continue;
+    const stat = readProcStat(pid);
+    if (stat === null || isDead(stat) || ownerOf(pid) !== me) continue;
+    try {
+      marksIn(readFileSync(`/proc/${pid}/environ`), marks);
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return [...marks];
 }
 
 /** What one pass over `/proc` found for a recorded provider. */

@@ -6,7 +6,7 @@
  * six; the records are still written task by task in created_at order.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { allEvents, type BridgeProcess, call, startBridgeProcess, waitForTask } from "../helpers/bridge.ts";
+import { allEvents, type BridgeProcess, call, markedProcesses, recordedMark, startBridgeProcess, waitForTask } from "../helpers/bridge.ts";
 import { cleanup, crash, isAlive, mcpView, startStray, taskRow, writeEnv } from "./support.ts";
 
 const ORPHANS = 6;
@@ -73,4 +73,51 @@ describe("startup reconciliation with several SIGTERM-ignoring orphans", () => {
       .map((l) => JSON.parse(l).task_id as string);
     expect(terminated).toEqual(ids);
   }, 120_000);
+});
+
+/**
+ * A review task has no guard, so a Bridge killed while a review run's finally path was still
+ * terminating what the provider left in its group (a child that ignores SIGTERM) used to leave that
+ * child running for good: the row is terminal and no guard names it. Startup now finds it by the mark
+ * it inherited and terminates it; the task keeps its status and is told so with `task.reconciled`.
+ */
+describe("startup reconciliation of a terminal review task's orphan", () => {
+  test("the SIGTERM-ignoring child a killed finally path left behind is terminated; the task keeps its status", async () => {
+    for (const b of bridges) if (b.proc.exitCode === null) await b.stop();
+    const first = await startBridgeProcess(env);
+    bridges.push(first);
+    const { task_id } = await call<{ task_id: string }>(env.socketPath, "task.submit", {
+      runtime: "fake",
+      workdir: "repo",
+      path: "",
+      profile: "review",
+      prompt: "linger:120:done",
+    });
+    // the run ended and its finally path is inside the 5 s grace for the child that ignores SIGTERM
+    await waitForTask(env.socketPath, task_id, (t) => t["status"] === "succeeded");
+    const mark = recordedMark(env.stateDir, task_id);
+    expect(markedProcesses(mark).length).toBeGreaterThan(0);
+    await crash(first);
+    const orphans = markedProcesses(mark).map(Number);
+    expect(orphans.length).toBeGreaterThan(0);
+
+    const second = await startBridgeProcess(env);
+    bridges.push(second);
+    expect(orphans.filter(isAlive)).toEqual([]);
+    const t = await call(env.socketPath, "task.get", { task_id });
+    expect(t["status"]).toBe("succeeded");
+    const reconciled = (await allEvents(env.socketPath, task_id)).filter((e) => e.event_type === "task.reconciled");
+    expect(reconciled.map((e) => e.payload)).toEqual([{ status: "SESSION_RESUMABLE", provider_active: false }]);
+    const audit = second
+      .stderr()
+      .split("\n")
+      .filter((l) => l.includes('"recovery.orphan_terminated"'))
+      .map((l) => JSON.parse(l));
+    expect(audit).toMatchObject([{ task_id, slot: null, provider_active: false }]);
+    // nothing of it is run again, and the next start finds nothing left
+    await second.stop();
+    const third = await startBridgeProcess(env);
+    bridges.push(third);
+    expect(third.stderr()).not.toContain('"recovery.orphan_terminated"');
+  }, 60_000);
 });

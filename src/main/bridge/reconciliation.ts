@@ -8,7 +8,7 @@
  * Offers:
  * - `reconcileAtStartup(scope)`: docs/reliability.md#startup-before-the-socket-opens, before the socket opens — rows T1–T6 for every active task
  *   (with the `runtime.reconcile_*` pair, orphans terminated when `terminateOrphans`, all at once),
- *   then G1–G3 for every other guard.
+ *   then every ended task something of whose run still lives, then G1–G3 for every other guard.
  * - `reconcileSlotLazily(scope, slot)`: docs/reliability.md#lazy-write-submit-and-periodic-maintenance at write submit; true when the slot has no guard left.
  * - `settleFinding(scope, finding)`: docs/reliability.md#lazy-write-submit-and-periodic-maintenance periodic; acts on one gone verdict of the maintenance sweep.
  * Lazy and periodic send no signals and append only `task.reconciled` (+ `task.interrupted`).
@@ -25,7 +25,7 @@ import {
   type Verdict,
 } from "../../shared/leases/reconcile-verdict.ts";
 import { auditRecovery, type RecoverySubject } from "../../shared/leases/recovery-audit.ts";
-import { terminateProcessGroup } from "../../shared/process-group.ts";
+import { liveMarks, terminateProcessGroup } from "../../shared/process-group.ts";
 import { isTerminal, type Store, type TaskRow } from "../../shared/store/index.ts";
 import { nowIso } from "../../shared/time.ts";
 
@@ -130,12 +130,14 @@ function guardAtStartup(scope: StartupScope, slot: number, handled: ReadonlySet<
 }
 
 /**
- * docs/reliability.md#startup-before-the-socket-opens at startup: every active task (by created_at), then every guard not handled that way. The
- * decisions — each a group check, and for a live orphan a termination of up to one bound (SIGTERM,
- * 5 s, SIGKILL, 5 s) — all run at once, so the socket opens within about one bound however many
- * orphans there are. The records are still written in order: every task's `runtime.reconcile_started`
- * before any decision, then task after task in created_at order its audit lines, events, status
- * change and guard, then guard after guard by slot.
+ * docs/reliability.md#startup-before-the-socket-opens at startup: every active task (by created_at), then every ended task that no guard names
+ * but whose mark a live process still carries (a crash cut its finally path short: review tasks have no
+ * guard to point at what their run left), then every guard not handled that way. The decisions — each a
+ * group check, and for a live orphan a termination of up to one bound (SIGTERM, 5 s, SIGKILL, 5 s) — all
+ * run at once, so the socket opens within about one bound however many orphans there are. The records
+ * are still written in order: every task's `runtime.reconcile_started` before any decision, then task
+ * after task in created_at order its audit lines, events, status change and guard, then the ended tasks
+ * in created_at order, then guard after guard by slot.
  */
 export async function reconcileAtStartup(scope: StartupScope): Promise<void> {
   const tasks = scope.store.listActive();
@@ -146,8 +148,11 @@ export async function reconcileAtStartup(scope: StartupScope): Promise<void> {
   );
   const handled = new Set(tasks.map((t) => t.task_id));
   const guards = guardedSlots(scope.lockDir).map((slot) => guardAtStartup(scope, slot, handled));
+  const guardNamed = new Set(guards.flatMap((g) => (g.kind === "alone" ? [g.guard.task_id] : [])));
+  const ended = scope.store.listTerminalByMark(liveMarks()).filter((t) => !guardNamed.has(t.task_id));
 
   const taskDecisions = tasks.map((task, i) => (begun[i] ? settled(decideAtStartup(evidenceOfTask(task), scope)) : null));
+  const endedDecisions = ended.map((task) => settled(decideAtStartup(evidenceOfTask(task), scope)));
   const guardDecisions = guards.map((g) =>
     g.kind === "alone" ? settled(decideAtStartup(g.row ? evidenceOfTask(g.row) : evidenceOfGuard(g.guard), scope)) : null,
   );
@@ -158,6 +163,12 @@ export async function reconcileAtStartup(scope: StartupScope): Promise<void> {
     const where = { task_id: task.task_id };
     if (!decided.ok) reconcileFailed(scope, where, decided.error);
     else logged(scope, where, () => recordActiveTask(scope, task, decided.value));
+  }
+  for (const [i, task] of ended.entries()) {
+    const decided = await endedDecisions[i]!;
+    const where = { task_id: task.task_id };
+    if (!decided.ok) reconcileFailed(scope, where, decided.error);
+    else logged(scope, where, () => recordEndedTask(scope, task, decided.value));
   }
   for (const [i, g] of guards.entries()) {
     if (g.kind === "invalid") {
@@ -189,6 +200,19 @@ function recordActiveTask(scope: StartupScope, task: TaskRow, decision: StartupD
     { before: [{ type: "task.reconciled", payload: { status: verdict.status, provider_active: verdict.providerActive, error_code: code } }] },
   );
   applyGuard(scope, subject, verdict);
+}
+
+/**
+ * An ended task whose run left something alive: like G1 without a guard — the decision's audit line and
+ * `task.reconciled {status, provider_active}`, the status unchanged. A group that died before the check
+ * leaves no record: there was nothing to tell.
+ */
+function recordEndedTask(scope: StartupScope, task: TaskRow, decision: StartupDecision): void {
+  if (!decision.terminated && decision.verdict.providerActive === false) return;
+  const verdict = auditDecision(scope, subjectOf(task.profile === "workspace-write" ? task.workdir_slot : null, task), decision);
+  scope.store.appendEvents(task.task_id, [{ type: "task.reconciled", payload: { status: verdict.status, provider_active: verdict.providerActive } }], {
+    allowTerminal: true,
+  });
 }
 
 /** G1 (terminal task: T2–T6 on its group, task unchanged) and G2 (row missing: the guard's fields). */

@@ -11,7 +11,7 @@
  *   throws AGENT_TASK_LIMIT_REACHED (active count ≥ maxActive, counted in the same transaction) or
  *   AGENT_TASK_EXISTS (task id taken).
  * - `getTask(id)`, `getTaskObject(id)` (the docs/task-model.md#the-task-object, or null), `findByIdempotencyKey(key)`,
- *   `listActive()` (by created_at), `countActive()`, `listTasks({status, limit, beforeTaskId})` and
+ *   `listActive()` (by created_at), `listTerminalByMark(marks)`, `countActive()`, `listTasks({status, limit, beforeTaskId})` and
  *   `listTaskObjects(...)` (rows / docs/task-model.md#the-task-object objects, newest first by created_at then task_id; INVALID_LIMIT
  *   outside 1..500; AGENT_TASK_NOT_FOUND for an unknown cursor).
  * - `transition(id, to, {from, at, error, set, events})` → `{task, events}` or null when the CAS lost.
@@ -141,6 +141,9 @@ export class Store {
   }
   listActive(): TaskRow[] {
     return tasks.listActive(this.db);
+  }
+  listTerminalByMark(marks: readonly string[]): TaskRow[] {
+    return tasks.listTerminalByMark(this.db, marks);
   }
   countActive(): number {
     return tasks.countActive(this.db);

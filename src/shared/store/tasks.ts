@@ -3,7 +3,7 @@
  * table-driven state transition with its effects (docs/task-model.md#states-and-transitions), provider facts (docs/task-model.md#execution, COALESCE), and
  * the retention GC queries (docs/task-model.md#retention).
  *
- * Offers: `insertTask`, `getTask`, `findByIdempotencyKey`, `listActive`, `countActive`, `listTasks`,
+ * Offers: `insertTask`, `getTask`, `findByIdempotencyKey`, `listActive`, `listTerminalByMark`, `countActive`, `listTasks`,
  * `transition`, `endTask`, `recordProvider`, `gcCandidates`, `deleteTask`, `deleteTasks` and their option/result types.
  * Every write runs in its own `BEGIN IMMEDIATE` transaction (nested calls become savepoints).
  */
@@ -43,6 +43,18 @@ export function countActive(db: Database): number {
 /** Every non-terminal task, oldest first (the order reconciliation walks them, docs/reliability.md#startup-before-the-socket-opens). */
 export function listActive(db: Database): TaskRow[] {
   return db.query<TaskRow, []>(`${SELECT_TASK} WHERE status IN ${ACTIVE_IN} ORDER BY created_at, task_id`).all();
+}
+
+/**
+ * Terminal tasks whose recorded provider mark is one of `marks`, oldest first: startup's lookup of the
+ * runs whose finally path a crash cut short while something of theirs still lived
+ * (docs/reliability.md#startup-before-the-socket-opens).
+ */
+export function listTerminalByMark(db: Database, marks: readonly string[]): TaskRow[] {
+  if (marks.length === 0) return [];
+  return db
+    .query<TaskRow, string[]>(`${SELECT_TASK} WHERE provider_mark IN (${placeholders(marks.length)}) AND status IN ${TERMINAL_IN} ORDER BY created_at, task_id`)
+    .all(...marks);
 }
 
 /**
