@@ -22,6 +22,7 @@ import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { newTaskId } from "../../src/shared/ids.ts";
 import { resultsDir, writeSpool } from "../../src/shared/spool.ts";
+import { encoder } from "../../src/shared/utf8.ts";
 import { hoursBeforeIso, nowIso } from "../../src/shared/time.ts";
 import {
   type BridgeEnv,
@@ -249,7 +250,7 @@ async function spool(env: BridgeEnv, work: string) {
   mkdirSync(stateDir, { mode: 0o700 });
   for (let i = 0; i < SPOOL.runs; i++) {
     const started = performance.now();
-    writeSpool(stateDir, newTaskId(), text);
+    writeSpool(stateDir, newTaskId(), encoder.encode(text));
     writes.push(performance.now() - started);
   }
 

@@ -3,10 +3,10 @@
  * `state_dir/results/<task_id>.txt`, private to the Bridge user, published atomically and read back
  * in UTF-8-safe chunks. Synchronous and stateless, so the spool worker (and a test) can call it on
  * any thread. Offers:
- * - `classifyResult(text)`: inline | spool | too_large (docs/task-model.md#results), with size and SHA-256 of the full text;
- * - `resultPreview(text)`: the first 65,536 bytes, cut back to the last complete character;
+ * - `classifyResult(utf8)`: inline (with its text and SHA-256) | spool (with its preview) | too_large (docs/task-model.md#results);
+ * - `resultPreview(utf8)`: the first 65,536 bytes, cut back to the last complete character;
  * - `resultsDir(stateDir)`, `ensureResultsDir(stateDir)`: the private directory, created 0700;
- * - `writeSpool(stateDir, taskId, text)`: the atomic write of docs/task-model.md#results steps (1)–(5);
+ * - `writeSpool(stateDir, taskId, utf8)`: the atomic write of docs/task-model.md#results steps (1)–(5);
  * - `readSpoolChunk(stateDir, taskId, expectedSize, offsetBytes, maxBytes)`: docs/task-model.md#results steps 2–6;
  * - `removeSpool(stateDir, taskId)`: the GC unlink of docs/task-model.md#retention, true when GC may delete the row;
  * - `removeLeftoverTemps(stateDir)`: startup removal of `.*.tmp` files.
@@ -37,7 +37,9 @@ import { ServerFsError } from "./errors.ts";
 import { at, closeQuietly, O_CLOEXEC, READ_FLAGS, self } from "./fs/dir-handle.ts";
 import { osCode } from "./fs/os-errors.ts";
 import { isTaskId, random16Hex } from "./ids.ts";
-import { byteLength, cutUtf8, decodeStrict } from "./utf8.ts";
+import { byteLength, decodeStrict, safePrefixLength } from "./utf8.ts";
+
+const decoder = new TextDecoder();
 
 export const MAX_INLINE_RESULT_BYTES = 262_144;
 export const MAX_INLINE_RESULT_JSON_BYTES = 524_288;
@@ -47,13 +49,15 @@ export const MAX_RESULT_CHUNK_BYTES = 65_536;
 
 export type ResultStorage = "inline" | "spool" | "too_large";
 
-export interface ResultClass {
-  storage: ResultStorage;
-  /** UTF-8 bytes of the full text. */
-  size_bytes: number;
-  /** Lowercase hex SHA-256 of the full text's UTF-8 bytes. */
-  sha256: string;
-}
+/**
+ * Where a result goes (docs/task-model.md#results). An inline one is decoded and hashed where it is
+ * classified (at most 256 KiB); a spooled one keeps only its preview there, and the spool worker hashes
+ * it as it writes, so the main thread never walks 8 MiB.
+ */
+export type ResultClass =
+  | { storage: "inline"; size_bytes: number; text: string; sha256: string }
+  | { storage: "spool"; size_bytes: number; preview: string }
+  | { storage: "too_large"; size_bytes: number };
 
 export interface SpoolWritten {
   size_bytes: number;
@@ -88,16 +92,20 @@ function requireTaskId(taskId: string): void {
 
 const spoolName = (taskId: string) => `${taskId}.txt`;
 
-export function classifyResult(text: string): ResultClass {
-  const bytes = Buffer.from(text, "utf8");
-  const size = bytes.length;
-  const inline = size <= MAX_INLINE_RESULT_BYTES && byteLength(JSON.stringify(text)) <= MAX_INLINE_RESULT_JSON_BYTES;
-  const storage: ResultStorage = inline ? "inline" : size <= MAX_SPOOLED_RESULT_BYTES ? "spool" : "too_large";
-  return { storage, size_bytes: size, sha256: sha256Hex(bytes) };
+/** `utf8` is valid UTF-8 (an encoded string), measured in bytes as the thresholds are. */
+export function classifyResult(utf8: Uint8Array): ResultClass {
+  const size = utf8.length;
+  if (size > MAX_SPOOLED_RESULT_BYTES) return { storage: "too_large", size_bytes: size };
+  if (size <= MAX_INLINE_RESULT_BYTES) {
+    const text = decoder.decode(utf8);
+    if (byteLength(JSON.stringify(text)) <= MAX_INLINE_RESULT_JSON_BYTES) return { storage: "inline", size_bytes: size, text, sha256: sha256Hex(utf8) };
+  }
+  return { storage: "spool", size_bytes: size, preview: resultPreview(utf8) };
 }
 
-export function resultPreview(text: string): string {
-  return cutUtf8(text, RESULT_PREVIEW_BYTES).text;
+/** The first 65,536 bytes of a result, cut back to the last complete character. */
+export function resultPreview(utf8: Uint8Array): string {
+  return decoder.decode(utf8.subarray(0, safePrefixLength(utf8, RESULT_PREVIEW_BYTES)));
 }
 
 export const resultsDir = (stateDir: string): string => join(stateDir, "results");
@@ -187,9 +195,8 @@ function chmodPrivateAt(dirFd: number, name: string): void {
   }
 }
 
-export function writeSpool(stateDir: string, taskId: string, text: string): SpoolWritten {
+export function writeSpool(stateDir: string, taskId: string, bytes: Uint8Array): SpoolWritten {
   requireTaskId(taskId);
-  const bytes = Buffer.from(text, "utf8");
   if (bytes.length > MAX_SPOOLED_RESULT_BYTES) throw new ServerFsError("AGENT_RESULT_TOO_LARGE", "the final response is over 8 MiB");
   const sha256 = sha256Hex(bytes);
   withResultsDir(stateDir, true, (dirFd) => {

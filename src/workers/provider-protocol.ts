@@ -26,6 +26,13 @@ export interface RunSpec {
 
 export type InteractionKind = "approval" | "question";
 
+/**
+ * A run's outcome as it crosses to the main thread: a final text travels as its redacted UTF-8 bytes in
+ * a transferred buffer, so an 8 MiB result is encoded once and never copied again on its way to the
+ * spool worker (docs/performance.md, "Long provider lines").
+ */
+export type ReportedOutcome = Exclude<Outcome, { kind: "final" }> | { kind: "final"; utf8: Uint8Array };
+
 /** The main thread's side, proxied into the worker. */
 export interface ProviderHost {
   /** Native ids and the process group were recorded in the row; mirror them into the guard. */
@@ -37,7 +44,7 @@ export interface ProviderHost {
   /** The provider withdrew its pending request. */
   withdrawn(taskId: string): void;
   /** The run's single outcome (final text already redacted). */
-  outcome(taskId: string, outcome: Outcome): Promise<void>;
+  outcome(taskId: string, outcome: ReportedOutcome): Promise<void>;
 }
 
 /** How the run ended as a process: whether the worker saw the leader exit. */

@@ -5,6 +5,7 @@
  * timer go back to the task service through the proxied `ProviderHost`.
  */
 import type { Database } from "bun:sqlite";
+import * as Comlink from "comlink";
 import { exposeApi } from "../shared/comlink-worker.ts";
 import type { ConfigFile } from "../shared/config/schema.ts";
 import { type ErrorCode, ServerFsError } from "../shared/errors.ts";
@@ -14,11 +15,11 @@ import { appendEvents } from "../shared/store/events.ts";
 import { openDatabase } from "../shared/store/open.ts";
 import { MAX_SPOOLED_RESULT_BYTES } from "../shared/spool.ts";
 import { endTask, recordProvider, transition } from "../shared/store/tasks.ts";
-import { byteLength } from "../shared/utf8.ts";
+import { byteLength, encoder } from "../shared/utf8.ts";
 import { autoDeclinedEvent, outsideWorkdir } from "./auto-decline.ts";
 import { DEFAULT_BATCHING, EventBatcher, type PendingEvent } from "./event-batcher.ts";
 import { IdleTimer } from "./idle-timer.ts";
-import type { ProviderHost, ProviderWorkerApi, RunReport, RunSpec } from "./provider-protocol.ts";
+import type { ProviderHost, ProviderWorkerApi, ReportedOutcome, RunReport, RunSpec } from "./provider-protocol.ts";
 import type { NativeFacts, Outcome, RunContext, RunHandle, RuntimeAdapter } from "./providers/types.ts";
 import { createAdapters, type RuntimeOptions } from "./runtimes.ts";
 
@@ -51,7 +52,7 @@ function keepBytes(roots: readonly string[]): number {
   return Math.ceil(MAX_SPOOLED_RESULT_BYTES * Math.max(1, longest / WORKDIR_MARK.length));
 }
 
-const tooLarge = (): Outcome => ({ kind: "failed", code: "AGENT_RESULT_TOO_LARGE", message: "the final response is larger than 8 MiB" });
+const tooLarge = (): ReportedOutcome => ({ kind: "failed", code: "AGENT_RESULT_TOO_LARGE", message: "the final response is larger than 8 MiB" });
 
 /** The code a batch ends the run with: a broken event limit, or a store that cannot take the batch. */
 function commitBatch(taskId: string, events: PendingEvent[]): ErrorCode | null {
@@ -100,11 +101,11 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
   );
 
   let reported = false;
-  const report = async (outcome: Outcome) => {
+  const report = async (outcome: ReportedOutcome) => {
     if (reported) return;
     reported = true;
     batcher.flush();
-    await host.outcome(spec.taskId, outcome);
+    await host.outcome(spec.taskId, outcome.kind === "final" ? Comlink.transfer(outcome, [outcome.utf8.buffer]) : outcome);
   };
   const idle = new IdleTimer(idleTimeoutMs(spec.runtime), () => {
     void report({ kind: "failed", code: "AGENT_PROVIDER_DISCONNECTED", message: "the provider wrote nothing within its idle timeout" }).then(() => {
@@ -190,7 +191,7 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
  * final text over `keep` bytes may have been cut as it was read, and one over 8 MiB once redacted is
  * too large either way: neither crosses to the main thread (docs/task-model.md#results).
  */
-function finalOutcome(outcome: Outcome, brokenBy: ErrorCode | null, redactor: Redactor, keep: number): Outcome {
+function finalOutcome(outcome: Outcome, brokenBy: ErrorCode | null, redactor: Redactor, keep: number): ReportedOutcome {
   if (brokenBy) {
     const message = brokenBy === "BRIDGE_STORAGE_ERROR" ? "the task's events could not be stored" : "the task broke an event limit";
     return { kind: "failed", code: brokenBy, message };
@@ -198,7 +199,9 @@ function finalOutcome(outcome: Outcome, brokenBy: ErrorCode | null, redactor: Re
   if (outcome.kind === "final") {
     if (byteLength(outcome.text) > keep) return tooLarge();
     const text = redactor.redactText(outcome.text);
-    return byteLength(text) > MAX_SPOOLED_RESULT_BYTES ? tooLarge() : { kind: "final", text };
+    if (byteLength(text) > MAX_SPOOLED_RESULT_BYTES) return tooLarge();
+    // encoded once, here; the buffer is transferred, not copied (ReportedOutcome)
+    return { kind: "final", utf8: encoder.encode(text) };
   }
   if (outcome.kind === "failed") return { kind: "failed", code: outcome.code, message: redactor.redactText(outcome.message) };
   return outcome;

@@ -7,6 +7,7 @@ import { startWorker } from "../../src/shared/comlink-worker.ts";
 import { ServerFsError } from "../../src/shared/errors.ts";
 import { newTaskId } from "../../src/shared/ids.ts";
 import { resultsDir } from "../../src/shared/spool.ts";
+import { encoder } from "../../src/shared/utf8.ts";
 import { type TempDir, tempDir } from "../helpers/workspace.ts";
 
 /** Per-test bound, above every `within` below; nothing here waits on timing otherwise. */
@@ -57,7 +58,7 @@ describe("result spool in the spool worker", () => {
     const bytes = Buffer.from(text, "utf8");
     expect(bytes.length).toBe(8_388_608);
     await spool.remote.ensureResultsDir(stateDir);
-    const written = await within(spool.remote.writeSpool(stateDir, taskId, text), 30_000);
+    const written = await within(spool.remote.writeSpool(stateDir, taskId, encoder.encode(text)), 30_000);
     expect(written).toEqual({ size_bytes: bytes.length, sha256: sha256(bytes) });
     expect(readdirSync(resultsDir(stateDir))).toEqual([`${taskId}.txt`]);
 
@@ -79,8 +80,8 @@ describe("result spool in the spool worker", () => {
     const taskId = newTaskId();
     expect(await rejectionCode(spool.remote.readSpoolChunk(stateDir, taskId, 3, 0, 10))).toBe("AGENT_RESULT_NOT_RETRIEVABLE");
     expect(await rejectionCode(spool.remote.readSpoolChunk(stateDir, "not-a-task", 3, 0, 10))).toBe("AGENT_TASK_NOT_FOUND");
-    const { size_bytes } = await spool.remote.writeSpool(stateDir, taskId, "€€");
-    expect(await rejectionCode(spool.remote.writeSpool(stateDir, taskId, "again"))).toBe("AGENT_RESULT_STORAGE_ERROR");
+    const { size_bytes } = await spool.remote.writeSpool(stateDir, taskId, encoder.encode("€€"));
+    expect(await rejectionCode(spool.remote.writeSpool(stateDir, taskId, encoder.encode("again")))).toBe("AGENT_RESULT_STORAGE_ERROR");
     expect(await rejectionCode(spool.remote.readSpoolChunk(stateDir, taskId, size_bytes, 1, 10))).toBe("INVALID_RESULT_OFFSET");
     expect(await rejectionCode(spool.remote.readSpoolChunk(stateDir, taskId, size_bytes, 0, 2))).toBe("INVALID_RESULT_LIMIT");
     try {
@@ -95,7 +96,7 @@ describe("result spool in the spool worker", () => {
   test("startup removal of leftover temporary files and GC removal run in the worker", async () => {
     const stateDir = dir.path;
     const taskId = newTaskId();
-    await spool.remote.writeSpool(stateDir, taskId, "done");
+    await spool.remote.writeSpool(stateDir, taskId, encoder.encode("done"));
     writeFileSync(join(resultsDir(stateDir), `.${taskId}.0123456789abcdef.tmp`), "partial", { mode: 0o600 });
     expect(await spool.remote.removeLeftoverTemps(stateDir)).toBe(1);
     expect(await spool.remote.removeSpool(stateDir, taskId)).toBe(true);

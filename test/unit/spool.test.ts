@@ -14,8 +14,10 @@ import {
   resultsDir,
   writeSpool,
 } from "../../src/shared/spool.ts";
-import { byteLength } from "../../src/shared/utf8.ts";
+import { byteLength, encoder } from "../../src/shared/utf8.ts";
 import { type TempDir, tempDir } from "../helpers/workspace.ts";
+
+const utf8 = (text: string): Uint8Array => encoder.encode(text);
 
 const sha256 = (data: string | Uint8Array) => createHash("sha256").update(data).digest("hex");
 
@@ -61,38 +63,39 @@ describe("thresholds", () => {
     [262_145, "spool"],
     [8_388_608, "spool"],
     [8_388_609, "too_large"],
-  ])("%d bytes of text is %s; size and SHA-256 cover the full text", (n, storage) => {
+  ])("%d bytes of text is %s; an inline one carries its text and SHA-256, a spooled one its preview", (n, storage) => {
     const text = "a".repeat(n);
-    expect(classifyResult(text)).toEqual({ storage: storage as "inline", size_bytes: n, sha256: sha256(text) });
+    const expected = { inline: { text, sha256: sha256(text) }, spool: { preview: text.slice(0, 65_536) }, too_large: {} }[storage as "inline"];
+    expect(classifyResult(utf8(text))).toEqual({ storage: storage as "inline", size_bytes: n, ...expected } as never);
   });
 
   test("multi-byte text is measured in UTF-8 bytes, not characters", () => {
-    expect(classifyResult("é".repeat(131_072)).storage).toBe("inline");
-    expect(classifyResult(`${"é".repeat(131_072)}a`).storage).toBe("spool");
-    expect(classifyResult("€".repeat(87_382)).size_bytes).toBe(262_146);
+    expect(classifyResult(utf8("é".repeat(131_072))).storage).toBe("inline");
+    expect(classifyResult(utf8(`${"é".repeat(131_072)}a`)).storage).toBe("spool");
+    expect(classifyResult(utf8("€".repeat(87_382))).size_bytes).toBe(262_146);
   });
 
   test("a text within 256 KiB whose JSON string encoding is over 512 KiB is spooled", () => {
     // n quotes encode as 2n + 2 bytes: 262,143 of them are exactly 524,288
-    expect(classifyResult('"'.repeat(262_143)).storage).toBe("inline");
-    expect(classifyResult('"'.repeat(262_144)).storage).toBe("spool");
-    expect(classifyResult("\\".repeat(262_144)).storage).toBe("spool");
+    expect(classifyResult(utf8('"'.repeat(262_143))).storage).toBe("inline");
+    expect(classifyResult(utf8('"'.repeat(262_144))).storage).toBe("spool");
+    expect(classifyResult(utf8("\\".repeat(262_144))).storage).toBe("spool");
     // a control character encodes as \u00XX: 6 bytes each
     const controls = "\u0001".repeat(200 * 1024);
-    expect(classifyResult(controls)).toEqual({ storage: "spool", size_bytes: 204_800, sha256: sha256(controls) });
-    expect(classifyResult("\n".repeat(200 * 1024)).storage).toBe("inline");
+    expect(classifyResult(utf8(controls))).toEqual({ storage: "spool", size_bytes: 204_800, preview: controls.slice(0, 65_536) });
+    expect(classifyResult(utf8("\n".repeat(200 * 1024))).storage).toBe("inline");
   });
 
   test("the preview is the first 65,536 bytes cut back to the last complete character", () => {
-    expect(resultPreview("short")).toBe("short");
-    expect(resultPreview("a".repeat(70_000))).toBe("a".repeat(65_536));
-    const euros = resultPreview("€".repeat(30_000));
+    expect(resultPreview(utf8("short"))).toBe("short");
+    expect(resultPreview(utf8("a".repeat(70_000)))).toBe("a".repeat(65_536));
+    const euros = resultPreview(utf8("€".repeat(30_000)));
     expect(euros).toBe("€".repeat(21_845));
     expect(byteLength(euros)).toBe(65_535);
-    const emoji = resultPreview(`ab${"😀".repeat(20_000)}`);
+    const emoji = resultPreview(utf8(`ab${"😀".repeat(20_000)}`));
     expect(emoji).toBe(`ab${"😀".repeat(16_383)}`);
     expect(byteLength(emoji)).toBe(65_534);
-    expect(resultPreview(`a${"€".repeat(21_845)}€`)).toBe(`a${"€".repeat(21_845)}`);
+    expect(resultPreview(utf8(`a${"€".repeat(21_845)}€`))).toBe(`a${"€".repeat(21_845)}`);
   });
 });
 
@@ -100,7 +103,7 @@ describe("storage and write", () => {
   test("results/ is created 0700 and the spool file 0600, holding exactly the text's bytes", () => {
     const id = newTaskId();
     const text = `héllo ${"€".repeat(100_000)} 😀`;
-    const written = writeSpool(stateDir, id, text);
+    const written = writeSpool(stateDir, id, utf8(text));
     expect(written).toEqual({ size_bytes: byteLength(text), sha256: sha256(text) });
     expect(statSync(resultsDir(stateDir)).mode & 0o777).toBe(0o700);
     const file = join(resultsDir(stateDir), `${id}.txt`);
@@ -117,8 +120,8 @@ describe("storage and write", () => {
 
   test("an existing final file is a storage error; it is left as it was and no temporary file remains", () => {
     const id = newTaskId();
-    writeSpool(stateDir, id, "first");
-    expect(codeOf(() => writeSpool(stateDir, id, "second"))).toBe("AGENT_RESULT_STORAGE_ERROR");
+    writeSpool(stateDir, id, utf8("first"));
+    expect(codeOf(() => writeSpool(stateDir, id, utf8("second")))).toBe("AGENT_RESULT_STORAGE_ERROR");
     expect(readFileSync(join(resultsDir(stateDir), `${id}.txt`), "utf8")).toBe("first");
     expect(readdirSync(resultsDir(stateDir))).toEqual([`${id}.txt`]);
   });
@@ -136,7 +139,7 @@ describe("storage and write", () => {
     make();
     const id = newTaskId();
     expect(codeOf(() => ensureResultsDir(stateDir))).toBe("AGENT_RESULT_STORAGE_ERROR");
-    expect(codeOf(() => writeSpool(stateDir, id, "x"))).toBe("AGENT_RESULT_STORAGE_ERROR");
+    expect(codeOf(() => writeSpool(stateDir, id, utf8("x")))).toBe("AGENT_RESULT_STORAGE_ERROR");
     expect(codeOf(() => readSpoolChunk(stateDir, id, 1, 0, 10))).toBe("AGENT_RESULT_STORAGE_ERROR");
     expect(codeOf(() => removeLeftoverTemps(stateDir))).toBe("AGENT_RESULT_STORAGE_ERROR");
     expect(removeSpool(stateDir, id)).toBe(false);
@@ -146,20 +149,20 @@ describe("storage and write", () => {
   test.each([["agt_XYZ"], ["../agt_0123456789abcdef01234567"], ["agt_0123456789abcdef0123456/"], [""]])(
     "a task id %j outside the format is an unknown task",
     (id) => {
-      expect(codeOf(() => writeSpool(stateDir, id, "x"))).toBe("AGENT_TASK_NOT_FOUND");
+      expect(codeOf(() => writeSpool(stateDir, id, utf8("x")))).toBe("AGENT_TASK_NOT_FOUND");
       expect(codeOf(() => readSpoolChunk(stateDir, id, 1, 0, 10))).toBe("AGENT_TASK_NOT_FOUND");
       expect(existsSync(resultsDir(stateDir))).toBe(false);
     },
   );
 
   test("a text over 8 MiB is never spooled", () => {
-    expect(codeOf(() => writeSpool(stateDir, newTaskId(), "a".repeat(8_388_609)))).toBe("AGENT_RESULT_TOO_LARGE");
+    expect(codeOf(() => writeSpool(stateDir, newTaskId(), utf8("a".repeat(8_388_609))))).toBe("AGENT_RESULT_TOO_LARGE");
     expect(existsSync(resultsDir(stateDir))).toBe(false);
   });
 
   test("leftover temporary files are removed at startup; nothing else is touched", () => {
     const id = newTaskId();
-    writeSpool(stateDir, id, "kept");
+    writeSpool(stateDir, id, utf8("kept"));
     const results = resultsDir(stateDir);
     writeFileSync(join(results, `.${id}.0123456789abcdef.tmp`), "partial", { mode: 0o600 });
     writeFileSync(join(results, ".other.tmp"), "partial", { mode: 0o600 });
@@ -178,7 +181,7 @@ describe("storage and write", () => {
 describe("spool removal for GC", () => {
   test("an existing spool file is unlinked and GC may proceed; a missing one also lets GC proceed", () => {
     const id = newTaskId();
-    writeSpool(stateDir, id, "done");
+    writeSpool(stateDir, id, utf8("done"));
     expect(removeSpool(stateDir, id)).toBe(true);
     expect(existsSync(join(resultsDir(stateDir), `${id}.txt`))).toBe(false);
     expect(removeSpool(stateDir, id)).toBe(true);
@@ -213,7 +216,7 @@ describe("read", () => {
     ["a BOM and mixed widths", `\uFEFF${"x€😀é\n".repeat(30_000)}`, 65_536],
   ])("chunks of %s with max_bytes %d concatenate to the exact file bytes and hash", (_, text, maxBytes) => {
     const id = newTaskId();
-    const { size_bytes, sha256: hash } = writeSpool(stateDir, id, text);
+    const { size_bytes, sha256: hash } = writeSpool(stateDir, id, utf8(text));
     const chunks = readAll(stateDir, id, size_bytes, maxBytes);
     const bytes = Buffer.concat(chunks.map((c) => Buffer.from(c, "utf8")));
     expect(bytes.equals(readFileSync(join(resultsDir(stateDir), `${id}.txt`)))).toBe(true);
@@ -223,14 +226,14 @@ describe("read", () => {
 
   test("a chunk is cut back to the last complete character and the next one starts there", () => {
     const id = newTaskId();
-    const { size_bytes } = writeSpool(stateDir, id, "ab€c");
+    const { size_bytes } = writeSpool(stateDir, id, utf8("ab€c"));
     expect(readSpoolChunk(stateDir, id, size_bytes, 0, 3)).toEqual({ text: "ab", offset_bytes: 0, next_offset_bytes: 2, eof: false });
     expect(readSpoolChunk(stateDir, id, size_bytes, 2, 4)).toEqual({ text: "€c", offset_bytes: 2, next_offset_bytes: 6, eof: true });
   });
 
   test("an offset inside a character is INVALID_RESULT_OFFSET", () => {
     const id = newTaskId();
-    const { size_bytes } = writeSpool(stateDir, id, "€€€😀");
+    const { size_bytes } = writeSpool(stateDir, id, utf8("€€€😀"));
     expect(codeOf(() => readSpoolChunk(stateDir, id, size_bytes, 1, 10))).toBe("INVALID_RESULT_OFFSET");
     expect(codeOf(() => readSpoolChunk(stateDir, id, size_bytes, 2, 1))).toBe("INVALID_RESULT_OFFSET");
     expect(codeOf(() => readSpoolChunk(stateDir, id, size_bytes, 10, 4))).toBe("INVALID_RESULT_OFFSET");
@@ -239,7 +242,7 @@ describe("read", () => {
 
   test("max_bytes too small for the next character is INVALID_RESULT_LIMIT", () => {
     const id = newTaskId();
-    const { size_bytes } = writeSpool(stateDir, id, "€😀");
+    const { size_bytes } = writeSpool(stateDir, id, utf8("€😀"));
     expect(codeOf(() => readSpoolChunk(stateDir, id, size_bytes, 0, 2))).toBe("INVALID_RESULT_LIMIT");
     expect(codeOf(() => readSpoolChunk(stateDir, id, size_bytes, 3, 3))).toBe("INVALID_RESULT_LIMIT");
     expect(readSpoolChunk(stateDir, id, size_bytes, 3, 4).text).toBe("😀");
@@ -258,7 +261,7 @@ describe("read", () => {
 
   test("offset == size answers an empty text with eof; offset > size is INVALID_RESULT_OFFSET", () => {
     const id = newTaskId();
-    const { size_bytes } = writeSpool(stateDir, id, "abc€");
+    const { size_bytes } = writeSpool(stateDir, id, utf8("abc€"));
     expect(readSpoolChunk(stateDir, id, size_bytes, size_bytes, 1)).toEqual({
       text: "",
       offset_bytes: size_bytes,
@@ -270,7 +273,7 @@ describe("read", () => {
 
   test("max_bytes outside 1..65,536 is INVALID_RESULT_LIMIT, checked before the offset; a negative offset is INVALID_RESULT_OFFSET", () => {
     const id = newTaskId();
-    const { size_bytes } = writeSpool(stateDir, id, "a".repeat(70_000));
+    const { size_bytes } = writeSpool(stateDir, id, utf8("a".repeat(70_000)));
     for (const max of [0, -1, 65_537, 1.5, Number.NaN]) {
       expect(codeOf(() => readSpoolChunk(stateDir, id, size_bytes, -1, max))).toBe("INVALID_RESULT_LIMIT");
     }
@@ -281,14 +284,14 @@ describe("read", () => {
 
   test("a size different from the recorded one is AGENT_RESULT_STORAGE_ERROR", () => {
     const id = newTaskId();
-    const { size_bytes } = writeSpool(stateDir, id, "abc");
+    const { size_bytes } = writeSpool(stateDir, id, utf8("abc"));
     expect(codeOf(() => readSpoolChunk(stateDir, id, size_bytes + 1, 0, 10))).toBe("AGENT_RESULT_STORAGE_ERROR");
     expect(codeOf(() => readSpoolChunk(stateDir, id, size_bytes - 1, 0, 10))).toBe("AGENT_RESULT_STORAGE_ERROR");
   });
 
   test("a group-readable or other-readable spool file is AGENT_RESULT_STORAGE_ERROR", () => {
     const id = newTaskId();
-    const { size_bytes } = writeSpool(stateDir, id, "abc");
+    const { size_bytes } = writeSpool(stateDir, id, utf8("abc"));
     const file = join(resultsDir(stateDir), `${id}.txt`);
     chmodSync(file, 0o640);
     expect(codeOf(() => readSpoolChunk(stateDir, id, size_bytes, 0, 10))).toBe("AGENT_RESULT_STORAGE_ERROR");
@@ -318,7 +321,7 @@ describe("read", () => {
     expect(codeOf(() => readSpoolChunk(stateDir, id, 3, 0, 10))).toBe("AGENT_RESULT_NOT_RETRIEVABLE");
     ensureResultsDir(stateDir);
     expect(codeOf(() => readSpoolChunk(stateDir, id, 3, 0, 10))).toBe("AGENT_RESULT_NOT_RETRIEVABLE");
-    writeSpool(stateDir, id, "abc");
+    writeSpool(stateDir, id, utf8("abc"));
     rmSync(join(resultsDir(stateDir), `${id}.txt`));
     expect(codeOf(() => readSpoolChunk(stateDir, id, 3, 0, 10))).toBe("AGENT_RESULT_NOT_RETRIEVABLE");
   });

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { buildManifest } from "../../../src/shared/manifest.ts";
 import { newMark, newTaskId } from "../../../src/shared/ids.ts";
 import { writeSpool } from "../../../src/shared/spool.ts";
+import { encoder } from "../../../src/shared/utf8.ts";
 import { CREATE_INDEXES_AND_TRIGGERS, CREATE_TABLES } from "../../../src/shared/store/schema.ts";
 import { DB_FILE, Store } from "../../../src/shared/store/index.ts";
 import { addSecondsIso } from "../../../src/shared/time.ts";
@@ -42,7 +43,7 @@ export function seedFinishedTasks(stateDir: string, tasks: FinishedTasks): strin
   Store.open(stateDir, { migrate: true }).close();
   const ids = Array.from({ length: tasks.count }, newTaskId);
   const results = new Map<string, { size_bytes: number; sha256: string }>();
-  if (tasks.spoolText !== undefined) for (const id of ids) results.set(id, writeSpool(stateDir, id, tasks.spoolText));
+  if (tasks.spoolText !== undefined) for (const id of ids) results.set(id, writeSpool(stateDir, id, encoder.encode(tasks.spoolText)));
 
   const db = new Database(join(stateDir, DB_FILE));
   try {
