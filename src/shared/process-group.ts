@@ -7,6 +7,8 @@
  * - `checkProcessGroup(pgid, startTime, mark)` → `"alive" | "gone" | "cannot_check"`.
  * - `terminateProcessGroup(pgid, startTime, mark, bounds?)` → `{ proven }`: SIGTERM, grace, SIGKILL,
  *   verify; proven only when the check then reads "gone".
+ * - `proveStopped(pgid, startTime, mark, stopRequested)` → `GroupVerdict`: the end of a run's proof, terminating
+ *   what is left.
  * - `liveMarks()`: every provider mark a live process of our uid carries, from one pass over `/proc`.
  * - `PROVIDER_MARK_VARIABLE`, `DEFAULT_TERMINATE_BOUNDS`, `KILL_BOUNDS`, types `GroupVerdict`, `ProcStat`,
  *   `TerminateBounds`.
@@ -251,4 +253,18 @@ export async function terminateProcessGroup(
     if (await goneWithin(pgid, startTime, mark, windowMs, bounds.pollMs)) return { proven: true };
   }
   return { proven: false };
+}
+
+/**
+ * The end of a run (docs/task-model.md#the-finally-path, step 1): the group check, and for members that are
+ * left a termination. A run that was asked to stop already had the runtime's interrupt and the 10 s wait
+ * for its leader as its grace, so what is left gets SIGKILL at once. Run by the provider worker for the
+ * runs it reports, so its `/proc` passes stay off the main thread; the main thread runs it only for a run
+ * whose worker was lost.
+ */
+export async function proveStopped(pgid: number | null, startTime: number | null, mark: string | null, stopRequested: boolean): Promise<GroupVerdict> {
+  const verdict = checkProcessGroup(pgid, startTime, mark);
+  if (verdict !== "alive") return verdict;
+  if ((await terminateProcessGroup(pgid, startTime, mark, stopRequested ? KILL_BOUNDS : DEFAULT_TERMINATE_BOUNDS)).proven) return "gone";
+  return checkProcessGroup(pgid, startTime, mark) === "cannot_check" ? "cannot_check" : "alive";
 }

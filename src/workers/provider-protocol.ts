@@ -4,6 +4,7 @@
  * a lease or a timer. Calls are comlink messages, so every value here is structured-cloneable.
  */
 import type { VerifiedStartDir } from "../shared/fs/start-directory.ts";
+import type { GroupVerdict } from "../shared/process-group.ts";
 import type { NativeFacts, Outcome } from "./providers/types.ts";
 
 export type { NativeFacts };
@@ -58,6 +59,8 @@ export interface RunReport {
 export interface ProviderWorkerApi {
   init(stateDir: string): Promise<void>;
   run(spec: RunSpec, host: ProviderHost): Promise<RunReport>;
+  /** The finally path's step 1 for a run (`proveStopped` of src/shared/process-group.ts), in the worker. */
+  proveStopped(pgid: number | null, startTime: number | null, mark: string | null, stopRequested: boolean): Promise<GroupVerdict>;
   cancel(taskId: string): Promise<void>;
   sendMessage(taskId: string, text: string): Promise<void>;
   shutdown(): Promise<void>;

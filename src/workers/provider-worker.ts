@@ -10,6 +10,7 @@ import { exposeApi } from "../shared/comlink-worker.ts";
 import type { ConfigFile } from "../shared/config/schema.ts";
 import { type ErrorCode, ServerFsError } from "../shared/errors.ts";
 import { normalizeAbsolute, Redactor, WORKDIR_MARK } from "../shared/redact.ts";
+import { proveStopped } from "../shared/process-group.ts";
 import { isStorageFault } from "../shared/storage-fault.ts";
 import { appendEvents } from "../shared/store/events.ts";
 import { openDatabase } from "../shared/store/open.ts";
@@ -220,6 +221,8 @@ const api: ProviderWorkerApi & { configure(file: Pick<ConfigFile, "bridge" | "ru
     providerEnv = { ...process.env };
   },
   run,
+  // the finally path's group check and termination: its `/proc` passes stay off the main thread
+  proveStopped,
   async cancel(taskId) {
     const live = runs.get(taskId);
     if (!live) return;

@@ -9,13 +9,7 @@ import { ServerFsError } from "../../../shared/errors.ts";
 import { newMark } from "../../../shared/ids.ts";
 import { removeGuard, updateGuard } from "../../../shared/leases/guard-files.ts";
 import { auditRecovery } from "../../../shared/leases/recovery-audit.ts";
-import {
-  checkProcessGroup,
-  DEFAULT_TERMINATE_BOUNDS,
-  type GroupVerdict,
-  KILL_BOUNDS,
-  terminateProcessGroup,
-} from "../../../shared/process-group.ts";
+import { type GroupVerdict, proveStopped } from "../../../shared/process-group.ts";
 import { isStorageFault } from "../../../shared/storage-fault.ts";
 import type { Workspace } from "../../../shared/workspace.ts";
 import type { ProviderHost, RunReport } from "../../../workers/provider-protocol.ts";
@@ -130,20 +124,15 @@ async function finallyPath(ctx: ServiceContext, run: LiveRun, report: RunReport)
 }
 
 /**
- * The finally path's step 1: "gone" when no provider was ever spawned or its whole group is gone, terminating
- * it if members remain. A provider is spawned only after the `starting` commit, which sets
- * `started_at`, so the row — not the worker's report, lost with a dead worker — says whether one
- * may exist.
+ * The finally path's step 1: "gone" when no provider was ever spawned or its whole group is gone,
+ * terminating it if members remain. The provider worker runs the check and the termination, so their
+ * `/proc` passes stay off the main thread; with the worker lost, the main thread runs them itself. A
+ * provider is spawned only after the `starting` commit, which sets `started_at`, so the row — not the
+ * worker's report, lost with a dead worker — says whether one may exist.
  */
 async function confirmStopped(ctx: ServiceContext, run: LiveRun, report: RunReport): Promise<GroupVerdict> {
   const row = ctx.store.getTask(run.taskId);
   if (row && row.started_at === null && !report.started) return "gone";
-  const pgid = row?.provider_pgid ?? report.pgid;
-  const start = row?.provider_start_time ?? report.startTime;
-  const mark = row?.provider_mark ?? null;
-  const verdict = checkProcessGroup(pgid, start, mark);
-  if (verdict !== "alive") return verdict;
-  // a stopped run already had the interrupt and the worker's 10 s wait: SIGKILL now
-  if ((await terminateProcessGroup(pgid, start, mark, run.stopRequested ? KILL_BOUNDS : DEFAULT_TERMINATE_BOUNDS)).proven) return "gone";
-  return checkProcessGroup(pgid, start, mark) === "cannot_check" ? "cannot_check" : "alive";
+  const group = [row?.provider_pgid ?? report.pgid, row?.provider_start_time ?? report.startTime, row?.provider_mark ?? null, run.stopRequested] as const;
+  return ctx.deps.provider.proveStopped(...group).catch(() => proveStopped(...group));
 }
