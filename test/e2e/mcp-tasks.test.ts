@@ -176,6 +176,9 @@ describe("tasks/cancel", () => {
     const final = await tasksOf(mcp).getTaskResult(taskId, CallToolResultSchema);
     expect(final.structuredContent).toMatchObject({ task_id: taskId, status: "cancelled" });
     expect(await rpcCode(tasksOf(mcp).cancelTask(taskId))).toBe(INVALID_PARAMS);
+    // the one tasks method that changes a task leaves an audit record (the refused repeat never reached the Bridge)
+    await poll(() => mcp.audit().some((r) => r["event"] === "tasks_cancel"), 5_000, "the tasks_cancel record");
+    expect(mcp.audit().filter((r) => r["event"] === "tasks_cancel")).toMatchObject([{ task_id: taskId, success: true, status: "cancelled" }]);
   });
 });
 

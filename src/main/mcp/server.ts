@@ -56,7 +56,7 @@ export function createMcpServer(opts: McpServerOptions): Server {
     opts.bridge && getAgentTask
       ? new McpTasks({
           bridge: opts.bridge,
-          config: deps.config,
+          deps,
           finalResult: async (taskId) => (await callTool(getAgentTask, { task_id: taskId }, deps, opts.signal)).result,
           signal: opts.signal,
         })

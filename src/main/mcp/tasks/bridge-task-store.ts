@@ -12,7 +12,8 @@ import type { CreateTaskOptions, TaskStore } from "@modelcontextprotocol/sdk/exp
 import type { Task } from "@modelcontextprotocol/sdk/types.js";
 import type { ToolResult } from "./tool-outcome.ts";
 import * as v from "valibot";
-import { ServerFsError } from "../../../shared/errors.ts";
+import type { AuditLog } from "../../../shared/audit.ts";
+import { RelayedError, ServerFsError } from "../../../shared/errors.ts";
 import { type BridgeCaller, expectShape } from "../agent/agent-tool.ts";
 import { stripTaskIds, TaskResult } from "../agent/schemas.ts";
 import { type BridgeTask, toMcpTask } from "./mcp-task.ts";
@@ -29,6 +30,8 @@ export interface BridgeTaskStoreOptions {
   finalResult(taskId: string): Promise<ToolResult>;
   /** The Bridge's retention, the lower bound of every task's life (docs/mcp-tasks.md#status-mapping). */
   ttlMs: number;
+  /** tasks/cancel writes a `tasks_cancel` record: it is the one tasks method that changes a task. */
+  audit: AuditLog;
   /** The process is going away. */
   signal: AbortSignal;
 }
@@ -80,8 +83,11 @@ export class BridgeTaskStore implements TaskStore {
   async updateTaskStatus(taskId: string, status: Task["status"]): Promise<void> {
     if (status !== "cancelled") return;
     try {
-      await this.opts.bridge("task.cancel", { task_id: taskId }, { signal: this.opts.signal });
+      const answer = await this.opts.bridge("task.cancel", { task_id: taskId }, { signal: this.opts.signal });
+      this.opts.audit.info("tasks_cancel", { task_id: taskId, success: true, status: String(answer["status"]) });
     } catch (e) {
+      const code = e instanceof RelayedError ? e.relayedCode : e instanceof ServerFsError ? e.code : "AGENT_BRIDGE_ERROR";
+      this.opts.audit.info("tasks_cancel", { task_id: taskId, success: false, error_code: code });
       throw rpcError(e);
     }
   }

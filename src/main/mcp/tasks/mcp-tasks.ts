@@ -5,8 +5,8 @@
  */
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { type CreateTaskResult, ErrorCode, GetTaskPayloadRequestSchema } from "@modelcontextprotocol/sdk/types.js";
-import type { Config } from "../../../shared/config/load.ts";
 import type { BridgeCaller } from "../agent/agent-tool.ts";
+import type { McpDeps } from "../deps.ts";
 import type { ToolDef } from "../tool.ts";
 import { BridgeTaskStore } from "./bridge-task-store.ts";
 import type { PendingRequestHook } from "./elicitation-seam.ts";
@@ -18,7 +18,7 @@ export const TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { cal
 
 export interface McpTasksOptions {
   bridge: BridgeCaller;
-  config: Config;
+  deps: McpDeps;
   /** get_agent_task for this task: what tasks/result answers once it has ended. */
   finalResult(taskId: string): Promise<ToolResult>;
   onPendingRequest?: PendingRequestHook;
@@ -32,7 +32,8 @@ export class McpTasks {
     this.store = new BridgeTaskStore({
       bridge: opts.bridge,
       finalResult: opts.finalResult,
-      ttlMs: opts.config.bridge.lifecycle.retention_hours * 3_600_000,
+      ttlMs: opts.deps.config.bridge.lifecycle.retention_hours * 3_600_000,
+      audit: opts.deps.audit,
       signal: opts.signal,
     });
   }
