@@ -233,12 +233,16 @@ describe("durability", () => {
 });
 
 describe("over Streamable HTTP", () => {
-  test("a task-augmented submit and its tasks/result", async () => {
+  test("a task-augmented submit, progress on the tasks/result stream, and its result", async () => {
     const http = await startHttp(env.configPath);
     try {
-      const created = await submitAsTask(http, { prompt: "complete:over http" });
-      const final = await tasksOf(http).getTaskResult(created.task.taskId, CallToolResultSchema);
-      expect(final.structuredContent).toMatchObject({ task_id: created.task.taskId, status: "succeeded", final_response: "over http" });
+      const created = await submitAsTask(http, { prompt: "approval:over http" });
+      const taskId = created.task.taskId;
+      const messages: string[] = [];
+      const result = tasksOf(http).getTaskResult(taskId, CallToolResultSchema, { onprogress: (p) => messages.push(p.message ?? "") });
+      await poll(() => messages.some((m) => m.startsWith("approval.requested")), 20_000, "progress for approval.requested over HTTP");
+      await approvePending(http, taskId);
+      expect((await result).structuredContent).toMatchObject({ task_id: taskId, status: "succeeded", final_response: "approval=approve_once" });
     } finally {
       await http.close();
     }
