@@ -4,8 +4,9 @@
  * awaits the hook once for that request, then reads the task again. The hook may send
  * `elicitation/create` on the call's own related-request stream (`extra.sendRequest`) and answer the
  * Bridge with what the human chose; returning without an answer is fine: the wait goes on, and the
- * host can still answer with respond_agent_approval or answer_agent_question. No hook is connected in
- * this build: tasks/result then only waits.
+ * host can still answer with respond_agent_approval or answer_agent_question. A hook that throws ends
+ * that tasks/result with its error. It is given as `McpTasksOptions.onPendingRequest` where server.ts
+ * builds McpTasks; no hook is connected in this build: tasks/result then only waits.
  */
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
