@@ -248,3 +248,19 @@ describe("over Streamable HTTP", () => {
     }
   });
 });
+
+describe("without the Bridge", () => {
+  test("the task methods answer AGENT_BRIDGE_UNAVAILABLE as JSON-RPC errors (last: it stops the Bridge)", async () => {
+    await bridge.stop();
+    const failure = async (p: Promise<unknown>) => {
+      const e = await p.catch((err: unknown) => err);
+      expect(e).toBeInstanceOf(McpError);
+      return { code: (e as McpError).code, unavailable: (e as McpError).message.includes("AGENT_BRIDGE_UNAVAILABLE: ") };
+    };
+    expect(await failure(tasksOf(mcp).getTask(NO_SUCH_TASK))).toEqual({ code: -32603, unavailable: true });
+    expect(await failure(tasksOf(mcp).getTaskResult(NO_SUCH_TASK, CallToolResultSchema))).toEqual({ code: -32603, unavailable: true });
+    // the SDK's own handlers of these two use one code for any failure
+    expect(await failure(tasksOf(mcp).cancelTask(NO_SUCH_TASK))).toEqual({ code: -32600, unavailable: true });
+    expect(await failure(tasksOf(mcp).listTasks())).toEqual({ code: INVALID_PARAMS, unavailable: true });
+  });
+});
