@@ -2,6 +2,7 @@
  * The MCP server on the SDK's low-level `Server`, so that every shape is the contract's
  * (docs/mcp-tools.md#results-and-errors): unknown tools are JSON-RPC errors, validation failures are
  * `INVALID_ARGUMENT`, `listChanged` is false, and resource errors carry `CODE: message` verbatim.
+ * With the Bridge it also serves MCP Tasks (docs/mcp-tasks.md, `tasks/`).
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import {
@@ -16,15 +17,20 @@ import * as v from "valibot";
 import type { AuditFields } from "../../shared/audit.ts";
 import { RelayedError, ServerFsError } from "../../shared/errors.ts";
 import { VERSION } from "../../shared/version.ts";
+import type { BridgeCaller } from "./agent/agent-tool.ts";
 import type { McpDeps } from "./deps.ts";
 import { serverInstructions } from "./instructions.ts";
 import { readResource, RESOURCE_TEMPLATE } from "./resource.ts";
+import { McpTasks, TASKS_CAPABILITY } from "./tasks/mcp-tasks.ts";
+import type { ToolOutcome } from "./tasks/tool-outcome.ts";
 import { bulkLast, describeArgumentIssue, dropNulls, jsonSchemaOf, type ToolDef, WithContent } from "./tool.ts";
 
 export interface McpServerOptions {
   deps: McpDeps;
   tools: ToolDef[];
   agentTools: boolean;
+  /** The Bridge, when the Agent tools are registered: MCP Tasks are served from it. */
+  bridge: BridgeCaller | null;
   /** Aborted when the process is going away; long calls stop early. */
   signal: AbortSignal;
 }
@@ -43,13 +49,29 @@ export function createMcpServer(opts: McpServerOptions): Server {
     inputSchema: jsonSchemaOf(t.input),
     outputSchema: jsonSchemaOf(t.output),
     annotations: { title: t.title, ...t.annotations },
+    ...(t.taskSupport ? { execution: { taskSupport: t.taskSupport } } : {}),
   }));
+  const getAgentTask = byName.get("get_agent_task");
+  const tasks =
+    opts.bridge && getAgentTask
+      ? new McpTasks({
+          bridge: opts.bridge,
+          deps,
+          finalResult: async (taskId) => (await callTool(getAgentTask, { task_id: taskId }, deps, opts.signal)).result,
+          signal: opts.signal,
+        })
+      : null;
 
   const server = new Server(
     { name: "ServerFS", version: VERSION },
     {
-      capabilities: { tools: { listChanged: false }, resources: { listChanged: false } },
+      capabilities: {
+        tools: { listChanged: false },
+        resources: { listChanged: false },
+        ...(tasks ? { tasks: TASKS_CAPABILITY } : {}),
+      },
       instructions: serverInstructions(opts.agentTools),
+      ...(tasks ? { taskStore: tasks.store } : {}),
     },
   );
 
@@ -58,8 +80,11 @@ export function createMcpServer(opts: McpServerOptions): Server {
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const tool = byName.get(request.params.name);
     if (!tool) throw Object.assign(new Error(`Unknown tool: ${request.params.name}`), { code: JsonRpcCode.InvalidParams });
-    return callTool(tool, request.params.arguments, deps, opts.signal);
+    const run = () => callTool(tool, request.params.arguments, deps, opts.signal);
+    if (tasks && request.params.task !== undefined) return tasks.call(tool, run);
+    return (await run()).result;
   });
+  tasks?.serve(server);
 
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: [] }));
   server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({ resourceTemplates: [RESOURCE_TEMPLATE] }));
@@ -68,12 +93,13 @@ export function createMcpServer(opts: McpServerOptions): Server {
   return server;
 }
 
-async function callTool(tool: ToolDef, rawArgs: Record<string, unknown> | undefined, deps: McpDeps, signal: AbortSignal) {
+async function callTool(tool: ToolDef, rawArgs: Record<string, unknown> | undefined, deps: McpDeps, signal: AbortSignal): Promise<ToolOutcome> {
   const started = performance.now();
   const audit: AuditFields = { tool: tool.name, ...tool.auditFields };
   const args = dropNulls(rawArgs);
   if (typeof args["workdir"] === "string") audit["workdir"] = args["workdir"];
-  let outcome: { isError?: boolean; content: unknown[]; structuredContent?: Record<string, unknown> };
+  let outcome: ToolOutcome["result"];
+  let error: ServerFsError | null = null;
   try {
     const parsed = v.safeParse(tool.input, args);
     if (!parsed.success) throw new ServerFsError("INVALID_ARGUMENT", describeArgumentIssue(parsed.issues[0]));
@@ -84,13 +110,14 @@ async function callTool(tool: ToolDef, rawArgs: Record<string, unknown> | undefi
     audit["success"] = true;
   } catch (e) {
     const err = e instanceof ServerFsError ? e : unexpected(tool, e, deps);
+    error = err;
     audit["success"] = false;
     audit["error_code"] = err instanceof RelayedError ? err.relayedCode : err.code;
     outcome = errorResult(err);
   }
   const duration_ms = Math.round((performance.now() - started) * 10) / 10;
   deps.audit.info("tool_call", { tool: tool.name, duration_ms, ...audit });
-  return outcome;
+  return { result: outcome, error };
 }
 
 function unexpected(tool: ToolDef, e: unknown, deps: McpDeps): ServerFsError {

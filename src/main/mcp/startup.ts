@@ -7,6 +7,8 @@ import { AuditLog } from "../../shared/audit.ts";
 import { type Config, ConfigError, loadConfig } from "../../shared/config/load.ts";
 import { VERSION } from "../../shared/version.ts";
 import { Workspaces } from "../../shared/workspace.ts";
+import type { BridgeCaller } from "./agent/agent-tool.ts";
+import { BridgeClient } from "./bridge-client.ts";
 import type { McpDeps } from "./deps.ts";
 import { HeavyCalls } from "./heavy-calls.ts";
 import { agentToolsEnabled, buildTools } from "./tools/index.ts";
@@ -17,6 +19,8 @@ export interface McpRuntime {
   deps: McpDeps;
   tools: ToolDef[];
   agentTools: boolean;
+  /** The Bridge, when the Agent tools are registered (they and MCP Tasks reach it). */
+  bridge: BridgeCaller | null;
 }
 
 export function prepareMcp(configPath: string | undefined, transport: Transport): McpRuntime {
@@ -32,7 +36,11 @@ export function prepareMcp(configPath: string | undefined, transport: Transport)
   }
   const audit = new AuditLog(config.server.log_level);
   const deps: McpDeps = { config, workspaces, audit, heavy: new HeavyCalls(config.limits), transport };
-  return { deps, tools: buildTools(deps), agentTools: agentToolsEnabled(deps) };
+  const agentTools = agentToolsEnabled(deps);
+  // One client per server: a fresh connection per call, nothing opened at startup (docs/mcp-tools.md#startup).
+  const client = agentTools ? BridgeClient.fromConfig(config) : null;
+  const bridge: BridgeCaller | null = client && ((method, params, opts) => client.call(method, params, opts));
+  return { deps, tools: buildTools(deps, bridge), agentTools, bridge };
 }
 
 export function auditStartup(rt: McpRuntime, transport: "stdio" | "http", listen?: string): void {

@@ -52,6 +52,12 @@ export interface ToolDef<I extends ObjectSchema = ObjectSchema> {
   bulk?: readonly string[];
   /** Fields every `tool_call` record of this tool carries, a schema failure's included (docs/mcp-tools.md#audit-log). */
   auditFields?: AuditFields;
+  /**
+   * Set on the one tool a client may also call as an MCP task (docs/mcp-tasks.md): tools/list shows it
+   * as `execution.taskSupport`; absent means the MCP default, "forbidden". Such a tool's result names
+   * the Bridge task it created (`task_id`), which becomes the MCP task.
+   */
+  taskSupport?: "optional";
   run(args: v.InferOutput<I>, call: ToolCall): Promise<Record<string, unknown> | WithContent> | Record<string, unknown> | WithContent;
 }
 

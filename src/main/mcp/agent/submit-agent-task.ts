@@ -2,7 +2,8 @@
  * `submit_agent_task` (docs/mcp-tools.md#mcp-side-checks): before the one RPC, the MCP side refuses what it can
  * already see — unknown workdir, disabled agent mode, a runtime or profile the workdir does not
  * allow, and a start directory that fails confinement or a real no-follow traversal. The Bridge
- * re-validates everything; its codes pass through.
+ * re-validates everything; its codes pass through. A client may also call it as an MCP task
+ * (docs/mcp-tasks.md): the same checks and RPC, answered with the Bridge task as an MCP task.
  */
 import * as v from "valibot";
 import { modeRank } from "../../../shared/config/load.ts";
@@ -40,6 +41,7 @@ export function submitAgentTask(deps: AgentDeps): ToolDef {
     output: SubmitResult,
     unexpected: "AGENT_BRIDGE_ERROR",
     auditFields: AGENT_AUDIT,
+    taskSupport: "optional",
     async run(args, call) {
       const correlationId = opaqueValue(args.correlation_id, "correlation_id");
       const idempotencyKey = opaqueValue(args.idempotency_key, "idempotency_key");

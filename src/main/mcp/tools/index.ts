@@ -4,7 +4,7 @@
  * the table's order, fixed at startup.
  */
 import { agentTools } from "../agent/index.ts";
-import { BridgeClient } from "../bridge-client.ts";
+import type { BridgeCaller } from "../agent/agent-tool.ts";
 import type { McpDeps } from "../deps.ts";
 import type { ToolDef } from "../tool.ts";
 import { createDirectory } from "./create-directory.ts";
@@ -29,7 +29,8 @@ export function binaryToolsEnabled(deps: McpDeps): boolean {
   return deps.workspaces.list.some((w) => w.policy.binary_transfer_enabled);
 }
 
-export function buildTools(deps: McpDeps): ToolDef[] {
+/** `bridge` is given exactly when `agentToolsEnabled`. */
+export function buildTools(deps: McpDeps, bridge: BridgeCaller | null): ToolDef[] {
   const tools: ToolDef[] = [
     listWorkdirs(deps),
     listDirectory(deps),
@@ -44,10 +45,6 @@ export function buildTools(deps: McpDeps): ToolDef[] {
     deleteDirectory(deps),
   ];
   if (binaryToolsEnabled(deps)) tools.push(downloadBinaryFile(deps), uploadBinaryFile(deps));
-  if (agentToolsEnabled(deps)) {
-    // One client per server: a fresh connection per call, nothing opened at startup (docs/mcp-tools.md#startup).
-    const client = BridgeClient.fromConfig(deps.config);
-    tools.push(...agentTools(deps, (method, params, opts) => client.call(method, params, opts)));
-  }
+  if (bridge) tools.push(...agentTools(deps, bridge));
   return tools;
 }

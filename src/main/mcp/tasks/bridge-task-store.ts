@@ -1,0 +1,102 @@
+/**
+ * The SDK's TaskStore, backed by the Bridge (docs/mcp-tasks.md#durability): every answer is read from
+ * the Bridge when it is asked for, nothing is kept in this process, so a restart of `serverfs mcp`
+ * loses nothing. The SDK's own handlers serve tasks/get, tasks/list and tasks/cancel through it.
+ *
+ * The Bridge owns a task's status and result; the MCP side never sets either. So `createTask` adopts
+ * the task `task.submit` just created (its id comes in `context.task_id`), `updateTaskStatus` acts on
+ * "cancelled" only (`task.cancel`; the SDK's "input_required" while it sends a request is already what
+ * the Bridge says), and `storeTaskResult` refuses.
+ */
+import type { CreateTaskOptions, TaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/interfaces.js";
+import type { Task } from "@modelcontextprotocol/sdk/types.js";
+import type { ToolResult } from "./tool-outcome.ts";
+import * as v from "valibot";
+import type { AuditLog } from "../../../shared/audit.ts";
+import { RelayedError, ServerFsError } from "../../../shared/errors.ts";
+import { type BridgeCaller, expectShape } from "../agent/agent-tool.ts";
+import { stripTaskIds, TaskResult } from "../agent/schemas.ts";
+import { type BridgeTask, toMcpTask } from "./mcp-task.ts";
+import { rpcError } from "./rpc-error.ts";
+
+/** Tasks per tasks/list page, newest first; a page the Bridge finds over 1 MiB is asked for again in halves. */
+export const TASKS_PAGE_SIZE = 10;
+
+const TaskPage = v.looseObject({ tasks: v.array(v.looseObject({})), next_before_task_id: v.nullable(v.string()) });
+
+export interface BridgeTaskStoreOptions {
+  bridge: BridgeCaller;
+  /** What tasks/result answers for a terminal task: get_agent_task's result for it. */
+  finalResult(taskId: string): Promise<ToolResult>;
+  /** The Bridge's retention, the lower bound of every task's life (docs/mcp-tasks.md#status-mapping). */
+  ttlMs: number;
+  /** tasks/cancel writes a `tasks_cancel` record: it is the one tasks method that changes a task. */
+  audit: AuditLog;
+  /** The process is going away. */
+  signal: AbortSignal;
+}
+
+const isNotFound = (e: unknown) => e instanceof ServerFsError && e.code === "AGENT_TASK_NOT_FOUND";
+
+export class BridgeTaskStore implements TaskStore {
+  constructor(private readonly opts: BridgeTaskStoreOptions) {}
+
+  /** The task as get_agent_task would show it; an unknown id is AGENT_TASK_NOT_FOUND. */
+  async read(taskId: string, signal = this.opts.signal): Promise<BridgeTask> {
+    const raw = await this.opts.bridge("task.get", { task_id: taskId }, { signal });
+    return expectShape(TaskResult, stripTaskIds(raw));
+  }
+
+  async getTask(taskId: string): Promise<Task | null> {
+    try {
+      return toMcpTask(await this.read(taskId), this.opts.ttlMs);
+    } catch (e) {
+      if (isNotFound(e)) return null;
+      throw rpcError(e);
+    }
+  }
+
+  async createTask(options: CreateTaskOptions): Promise<Task> {
+    const taskId = options.context?.["task_id"];
+    if (typeof taskId !== "string") throw rpcError(new ServerFsError("AGENT_BRIDGE_ERROR", "no Bridge task to adopt"));
+    try {
+      return toMcpTask(await this.read(taskId), this.opts.ttlMs);
+    } catch (e) {
+      throw rpcError(e);
+    }
+  }
+
+  async listTasks(cursor?: string): Promise<{ tasks: Task[]; nextCursor?: string }> {
+    for (let limit = TASKS_PAGE_SIZE; ; limit = Math.ceil(limit / 2)) {
+      try {
+        const raw = await this.opts.bridge("task.list", { limit, before_task_id: cursor ?? null }, { signal: this.opts.signal });
+        const page = expectShape(TaskPage, raw);
+        const tasks = page.tasks.map((t) => toMcpTask(expectShape(TaskResult, stripTaskIds(t)), this.opts.ttlMs));
+        return page.next_before_task_id === null ? { tasks } : { tasks, nextCursor: page.next_before_task_id };
+      } catch (e) {
+        if (e instanceof ServerFsError && e.code === "RESPONSE_TOO_LARGE" && limit > 1) continue;
+        throw rpcError(e);
+      }
+    }
+  }
+
+  async updateTaskStatus(taskId: string, status: Task["status"]): Promise<void> {
+    if (status !== "cancelled") return;
+    try {
+      const answer = await this.opts.bridge("task.cancel", { task_id: taskId }, { signal: this.opts.signal });
+      this.opts.audit.info("tasks_cancel", { task_id: taskId, success: true, status: String(answer["status"]) });
+    } catch (e) {
+      const code = e instanceof RelayedError ? e.relayedCode : e instanceof ServerFsError ? e.code : "AGENT_BRIDGE_ERROR";
+      this.opts.audit.info("tasks_cancel", { task_id: taskId, success: false, error_code: code });
+      throw rpcError(e);
+    }
+  }
+
+  getTaskResult(taskId: string): Promise<ToolResult> {
+    return this.opts.finalResult(taskId);
+  }
+
+  async storeTaskResult(): Promise<void> {
+    throw rpcError(new ServerFsError("AGENT_BRIDGE_ERROR", "a task's result is the Bridge's to store"));
+  }
+}

@@ -1,0 +1,18 @@
+/**
+ * How a failure leaves a tasks method or a task-augmented call (docs/mcp-tasks.md#errors): a JSON-RPC
+ * error whose message is exactly `CODE: message`, as a tool error's text would be. The JSON-RPC code
+ * is "invalid params" when the request named a task that does not exist or gave a bad argument
+ * (what MCP prescribes for an unknown task id), "internal error" for everything else. An error that
+ * already is a JSON-RPC one passes as it is.
+ */
+import { ServerFsError } from "../../../shared/errors.ts";
+
+export const INVALID_PARAMS = -32602;
+const INTERNAL_ERROR = -32603;
+const CALLERS_OWN: ReadonlySet<string> = new Set(["AGENT_TASK_NOT_FOUND", "INVALID_ARGUMENT"]);
+
+export function rpcError(e: unknown): Error & { code: number } {
+  if (e instanceof Error && typeof (e as { code?: unknown }).code === "number") return e as Error & { code: number };
+  const err = e instanceof ServerFsError ? e : new ServerFsError("AGENT_BRIDGE_ERROR", "unexpected internal failure");
+  return Object.assign(new Error(err.toText()), { code: CALLERS_OWN.has(err.code) ? INVALID_PARAMS : INTERNAL_ERROR });
+}
