@@ -10,14 +10,13 @@
  *
  *   bun run stress:crash [--cycles 100] [--tasks 6] [--slots 4] [--kill-ms 2500] [--seed N]
  */
-import { join } from "node:path";
 import { FAKE_RUN_LOG_VARIABLE } from "../../src/workers/fake-provider.ts";
 import { aliasOf, crash, writeEnv } from "../../test/durability/support.ts";
 import { type BridgeProcess, type EventEnvelope, type RpcResponse, rpc, startBridgeProcess } from "../../test/helpers/bridge.ts";
 import { spawnCli } from "../../test/helpers/process.ts";
 import { finish, progress, seeded, sizeFlags, Violations } from "./lib/ground.ts";
 import { generationEnv, killGenerations } from "./lib/generations.ts";
-import { checkInvariants, type StateView } from "./lib/invariants.ts";
+import { checkInvariants, viewOf } from "./lib/invariants.ts";
 import { Ledger } from "./lib/ledger.ts";
 import { randomTask, type TaskSpec } from "./lib/workload.ts";
 
@@ -28,7 +27,7 @@ const say = (line: string) => progress("crash", line);
 const r = seeded(flags.seed);
 const run = `crash${process.pid}`;
 const w = writeEnv(flags.slots, { lifecycle: { maintenance_interval_seconds: 1, max_active_tasks: 8 } });
-const view: StateView = { socketPath: w.env.socketPath, stateDir: w.env.stateDir, lockDir: w.env.lockDir, slots: flags.slots, runLog: join(w.env.dir.path, "runs.log") };
+const view = viewOf(w, flags.slots);
 const ledger = new Ledger();
 const v = new Violations();
 

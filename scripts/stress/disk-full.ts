@@ -12,14 +12,13 @@
  *   bun run stress:disk [--rounds 5] [--tasks 6] [--full-ms 2000]
  */
 import { rmSync } from "node:fs";
-import { join } from "node:path";
 import { FAKE_RUN_LOG_VARIABLE } from "../../src/workers/fake-provider.ts";
 import { aliasOf, mcpView, until, writeEnv } from "../../test/durability/support.ts";
 import { type EventEnvelope, isTerminalTask, rpc, startBridgeProcess, waitForTask } from "../../test/helpers/bridge.ts";
 import { fill, mountTmpfs, unmount } from "../../test/helpers/tmpfs.ts";
 import { finish, progress, seeded, sizeFlags, Violations } from "./lib/ground.ts";
 import { generationEnv, killGenerations, taggedProcesses } from "./lib/generations.ts";
-import { checkInvariants, type StateView } from "./lib/invariants.ts";
+import { checkInvariants, viewOf } from "./lib/invariants.ts";
 import { Ledger } from "./lib/ledger.ts";
 
 const flags = sizeFlags("disk-full", { rounds: 5, tasks: 6, "full-ms": 2000, seed: Date.now() % 1_000_000 });
@@ -46,7 +45,7 @@ if (!(mountTmpfs(w.env.stateDir, "6m") && mountTmpfs(w.env.lockDir, "1m"))) {
 
 const r = seeded(flags.seed);
 const run = `disk${process.pid}`;
-const view: StateView = { socketPath: w.env.socketPath, stateDir: w.env.stateDir, lockDir: w.env.lockDir, slots: SLOTS, runLog: join(w.env.dir.path, "runs.log") };
+const view = viewOf(w, SLOTS);
 const ledger = new Ledger();
 const v = new Violations();
 const refusals = new Map<string, number>();

@@ -12,13 +12,12 @@
  *   bun run stress:faults [--rounds 3]
  */
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { FAKE_RUN_LOG_VARIABLE } from "../../src/workers/fake-provider.ts";
 import { aliasOf, mcpView, taskRow, until, writeEnv } from "../../test/durability/support.ts";
 import { call, isTerminalTask, markedProcesses, rpc, startBridgeProcess, waitForTask } from "../../test/helpers/bridge.ts";
 import { finish, progress, sizeFlags, Violations } from "./lib/ground.ts";
 import { generationEnv, killGenerations, taggedProcesses } from "./lib/generations.ts";
-import { checkInvariants, type StateView } from "./lib/invariants.ts";
+import { checkInvariants, viewOf } from "./lib/invariants.ts";
 import { Ledger } from "./lib/ledger.ts";
 
 const flags = sizeFlags("provider-faults", { rounds: 3 });
@@ -48,7 +47,7 @@ const FAULTS: Fault[] = [
 const say = (line: string) => progress("faults", line);
 const run = `faults${process.pid}`;
 const w = writeEnv(FAULTS.length, { lifecycle: { maintenance_interval_seconds: 1, max_active_tasks: FAULTS.length + 1 } });
-const view: StateView = { socketPath: w.env.socketPath, stateDir: w.env.stateDir, lockDir: w.env.lockDir, slots: FAULTS.length, runLog: join(w.env.dir.path, "runs.log") };
+const view = viewOf(w, FAULTS.length);
 const ledger = new Ledger();
 const v = new Violations();
 

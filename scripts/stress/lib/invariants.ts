@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { readGuard } from "../../../src/shared/leases/guard-files.ts";
 import { DB_FILE } from "../../../src/shared/store/index.ts";
-import { mcpView } from "../../../test/durability/support.ts";
+import { mcpView, type WriteEnv } from "../../../test/durability/support.ts";
 import { call } from "../../../test/helpers/bridge.ts";
 import type { Violations } from "./ground.ts";
 import { taggedProcesses } from "./generations.ts";
@@ -22,6 +22,15 @@ export interface StateView {
   slots: number;
   runLog: string;
 }
+
+/** What the checks look at for a ground's `writeEnv` of `slots` workdirs (the fake's run log beside its state). */
+export const viewOf = (w: WriteEnv, slots: number): StateView => ({
+  socketPath: w.env.socketPath,
+  stateDir: w.env.stateDir,
+  lockDir: w.env.lockDir,
+  slots,
+  runLog: join(w.env.dir.path, "runs.log"),
+});
 
 interface Row {
   task_id: string;
