@@ -4,7 +4,7 @@
  * in UTF-8-safe chunks. Synchronous and stateless, so the spool worker (and a test) can call it on
  * any thread. Offers:
  * - `classifyResult(text)`: inline | spool | too_large (docs/task-model.md#results), with size and SHA-256 of the full text;
- * - `resultPreview(text)`: the first 65,536 bytes, cut back to the last complete character;
+ * - `resultPreview(text)`: the first `result_preview_bytes` (limits.ts), cut back to the last complete character;
  * - `resultsDir(stateDir)`, `ensureResultsDir(stateDir)`: the private directory, created 0700;
  * - `writeSpool(stateDir, taskId, text)`: the atomic write of docs/task-model.md#results steps (1)–(5);
  * - `readSpoolChunk(stateDir, taskId, expectedSize, offsetBytes, maxBytes)`: docs/task-model.md#results steps 2–6;
@@ -35,15 +35,12 @@ import { join } from "node:path";
 import { sha256Hex } from "./canonical-json.ts";
 import { ServerFsError } from "./errors.ts";
 import { at, closeQuietly, O_CLOEXEC, READ_FLAGS, self } from "./fs/dir-handle.ts";
+import { isOwnerOnly, PRIVATE_DIR, PRIVATE_FILE } from "./fs/modes.ts";
 import { osCode } from "./fs/os-errors.ts";
+import { byteSize } from "./byte-size.ts";
 import { isTaskId, random16Hex } from "./ids.ts";
+import { LIMITS } from "./limits.ts";
 import { byteLength, cutUtf8, decodeStrict } from "./utf8.ts";
-
-export const MAX_INLINE_RESULT_BYTES = 262_144;
-export const MAX_INLINE_RESULT_JSON_BYTES = 524_288;
-export const MAX_SPOOLED_RESULT_BYTES = 8_388_608;
-export const RESULT_PREVIEW_BYTES = 65_536;
-export const MAX_RESULT_CHUNK_BYTES = 65_536;
 
 export type ResultStorage = "inline" | "spool" | "too_large";
 
@@ -70,7 +67,6 @@ export interface ResultChunk {
 
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW | O_CLOEXEC;
 const TEMP_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW | O_CLOEXEC;
-const PRIVATE_FILE_MODE = 0o600;
 const LEFTOVER_TEMP = /^\..*\.tmp$/;
 
 const storageError = (phrase: string) => new ServerFsError("AGENT_RESULT_STORAGE_ERROR", phrase);
@@ -80,7 +76,7 @@ const notRetrievable = () => new ServerFsError("AGENT_RESULT_NOT_RETRIEVABLE", "
 
 const ownUid = (): number => process.getuid?.() ?? -1;
 /** A regular file or directory of ours that no group or other user can touch. */
-const isPrivate = (st: BigIntStats): boolean => st.uid === BigInt(ownUid()) && (st.mode & 0o077n) === 0n;
+const isPrivate = (st: BigIntStats): boolean => st.uid === BigInt(ownUid()) && isOwnerOnly(st.mode);
 
 function requireTaskId(taskId: string): void {
   if (!isTaskId(taskId)) throw new ServerFsError("AGENT_TASK_NOT_FOUND", "unknown task");
@@ -91,13 +87,13 @@ const spoolName = (taskId: string) => `${taskId}.txt`;
 export function classifyResult(text: string): ResultClass {
   const bytes = Buffer.from(text, "utf8");
   const size = bytes.length;
-  const inline = size <= MAX_INLINE_RESULT_BYTES && byteLength(JSON.stringify(text)) <= MAX_INLINE_RESULT_JSON_BYTES;
-  const storage: ResultStorage = inline ? "inline" : size <= MAX_SPOOLED_RESULT_BYTES ? "spool" : "too_large";
+  const inline = size <= LIMITS.max_final_response_bytes && byteLength(JSON.stringify(text)) <= LIMITS.max_inline_result_json_bytes;
+  const storage: ResultStorage = inline ? "inline" : size <= LIMITS.max_spooled_result_bytes ? "spool" : "too_large";
   return { storage, size_bytes: size, sha256: sha256Hex(bytes) };
 }
 
 export function resultPreview(text: string): string {
-  return cutUtf8(text, RESULT_PREVIEW_BYTES).text;
+  return cutUtf8(text, LIMITS.result_preview_bytes).text;
 }
 
 export const resultsDir = (stateDir: string): string => join(stateDir, "results");
@@ -111,7 +107,7 @@ function openResultsDir(stateDir: string, create: boolean): number | null {
   const dir = resultsDir(stateDir);
   if (create) {
     try {
-      mkdirSync(dir, { mode: 0o700 });
+      mkdirSync(dir, { mode: PRIVATE_DIR });
     } catch (e) {
       if (osCode(e) !== "EEXIST") throw storageError("the result directory could not be created");
     }
@@ -181,7 +177,7 @@ function writeAll(fd: number, bytes: Uint8Array): void {
 function chmodPrivateAt(dirFd: number, name: string): void {
   const fd = openSync(at(dirFd, name), READ_FLAGS);
   try {
-    fchmodSync(fd, PRIVATE_FILE_MODE);
+    fchmodSync(fd, PRIVATE_FILE);
   } finally {
     closeSync(fd);
   }
@@ -190,7 +186,9 @@ function chmodPrivateAt(dirFd: number, name: string): void {
 export function writeSpool(stateDir: string, taskId: string, text: string): SpoolWritten {
   requireTaskId(taskId);
   const bytes = Buffer.from(text, "utf8");
-  if (bytes.length > MAX_SPOOLED_RESULT_BYTES) throw new ServerFsError("AGENT_RESULT_TOO_LARGE", "the final response is over 8 MiB");
+  if (bytes.length > LIMITS.max_spooled_result_bytes) {
+    throw new ServerFsError("AGENT_RESULT_TOO_LARGE", `the final response is over ${byteSize(LIMITS.max_spooled_result_bytes)}`);
+  }
   const sha256 = sha256Hex(bytes);
   withResultsDir(stateDir, true, (dirFd) => {
     const dir = dirFd!;
@@ -199,12 +197,12 @@ export function writeSpool(stateDir: string, taskId: string, text: string): Spoo
     let created = false;
     let published = false;
     try {
-      const fd = openSync(at(dir, temp), TEMP_FLAGS, PRIVATE_FILE_MODE);
+      const fd = openSync(at(dir, temp), TEMP_FLAGS, PRIVATE_FILE);
       created = true;
       try {
         writeAll(fd, bytes);
         fsyncSync(fd);
-        fchmodSync(fd, PRIVATE_FILE_MODE);
+        fchmodSync(fd, PRIVATE_FILE);
       } finally {
         closeSync(fd);
       }
@@ -326,8 +324,8 @@ function decodeChunk(bytes: Uint8Array): { text: string; length: number } {
 
 export function readSpoolChunk(stateDir: string, taskId: string, expectedSize: number, offsetBytes: number, maxBytes: number): ResultChunk {
   requireTaskId(taskId);
-  if (!Number.isSafeInteger(maxBytes) || maxBytes < 1 || maxBytes > MAX_RESULT_CHUNK_BYTES) {
-    throw new ServerFsError("INVALID_RESULT_LIMIT", `max_bytes is out of range (1..${MAX_RESULT_CHUNK_BYTES})`);
+  if (!Number.isSafeInteger(maxBytes) || maxBytes < 1 || maxBytes > LIMITS.max_result_chunk_bytes) {
+    throw new ServerFsError("INVALID_RESULT_LIMIT", `max_bytes is out of range (1..${LIMITS.max_result_chunk_bytes})`);
   }
   if (!Number.isSafeInteger(offsetBytes) || offsetBytes < 0) throw new ServerFsError("INVALID_RESULT_OFFSET", "offset_bytes is out of range (>=0)");
   const fd = withResultsDir(stateDir, false, (dirFd) => {

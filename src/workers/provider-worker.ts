@@ -7,12 +7,13 @@
 import type { Database } from "bun:sqlite";
 import { exposeApi } from "../shared/comlink-worker.ts";
 import type { ConfigFile } from "../shared/config/schema.ts";
+import { byteSize } from "../shared/byte-size.ts";
 import { type ErrorCode, ServerFsError } from "../shared/errors.ts";
+import { LIMITS } from "../shared/limits.ts";
 import { normalizeAbsolute, Redactor, WORKDIR_MARK } from "../shared/redact.ts";
 import { isStorageFault } from "../shared/storage-fault.ts";
 import { appendEvents } from "../shared/store/events.ts";
 import { openDatabase } from "../shared/store/open.ts";
-import { MAX_SPOOLED_RESULT_BYTES } from "../shared/spool.ts";
 import { endTask, recordProvider, transition } from "../shared/store/tasks.ts";
 import { byteLength } from "../shared/utf8.ts";
 import { autoDeclinedEvent, outsideWorkdir } from "./auto-decline.ts";
@@ -48,10 +49,10 @@ const store = (): Database => {
  */
 function keepBytes(roots: readonly string[]): number {
   const longest = Math.max(0, ...roots.map((r) => normalizeAbsolute(r).length));
-  return Math.ceil(MAX_SPOOLED_RESULT_BYTES * Math.max(1, longest / WORKDIR_MARK.length));
+  return Math.ceil(LIMITS.max_spooled_result_bytes * Math.max(1, longest / WORKDIR_MARK.length));
 }
 
-const tooLarge = (): Outcome => ({ kind: "failed", code: "AGENT_RESULT_TOO_LARGE", message: "the final response is larger than 8 MiB" });
+const tooLarge = (): Outcome => ({ kind: "failed", code: "AGENT_RESULT_TOO_LARGE", message: `the final response is larger than ${byteSize(LIMITS.max_spooled_result_bytes)}` });
 
 /** The code a batch ends the run with: a broken event limit, or a store that cannot take the batch. */
 function commitBatch(taskId: string, events: PendingEvent[]): ErrorCode | null {
@@ -198,7 +199,7 @@ function finalOutcome(outcome: Outcome, brokenBy: ErrorCode | null, redactor: Re
   if (outcome.kind === "final") {
     if (byteLength(outcome.text) > keep) return tooLarge();
     const text = redactor.redactText(outcome.text);
-    return byteLength(text) > MAX_SPOOLED_RESULT_BYTES ? tooLarge() : { kind: "final", text };
+    return byteLength(text) > LIMITS.max_spooled_result_bytes ? tooLarge() : { kind: "final", text };
   }
   if (outcome.kind === "failed") return { kind: "failed", code: outcome.code, message: redactor.redactText(outcome.message) };
   return outcome;

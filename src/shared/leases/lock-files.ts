@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { ServerFsError } from "../errors.ts";
 import { tryLockExclusive, unlock } from "../ffi/libc.ts";
 import { O_CLOEXEC } from "../fs/dir-handle.ts";
+import { dirMode, fileMode, octal } from "../fs/modes.ts";
 import { errnoReason } from "../fs/os-errors.ts";
 
 export const SLOTS = Array.from({ length: 16 }, (_, i) => i + 1);
@@ -22,7 +23,6 @@ const uid = () => process.getuid?.() ?? 0;
  * says why in words and what would fix it (the caller adds which directory): never a raw OS message.
  */
 export function ensurePrivateDir(dir: string, mode: number, gid: number | null, fail: (phrase: string) => ServerFsError): void {
-  const octal = `0${mode.toString(8)}`;
   try {
     mkdirSync(dir, { recursive: true, mode });
   } catch (e) {
@@ -40,20 +40,19 @@ export function ensurePrivateDir(dir: string, mode: number, gid: number | null, 
     }
     if (gid !== null) chownSync(dir, uid(), gid);
   } catch (e) {
-    throw fail(`the directory cannot be made private (mode ${octal}${gid !== null ? `, group ${gid}` : ""}): ${errnoReason(e)}; it must be on a writable file system you own`);
+    throw fail(`the directory cannot be made private (mode ${octal(mode)}${gid !== null ? `, group ${gid}` : ""}): ${errnoReason(e)}; it must be on a writable file system you own`);
   }
 }
 
 /** Prepares `lock_dir`, `active/` and the sixteen lock files (docs/task-model.md#lease-files-and-the-active-slot-guard, docs/task-model.md#lease-files-and-the-active-slot-guard). */
 export function prepareLockDir(lockDir: string, sharingGid: number | null): void {
-  const dirMode = sharingGid === null ? 0o700 : 0o750;
-  ensurePrivateDir(lockDir, dirMode, sharingGid, unsafe);
-  ensurePrivateDir(join(lockDir, "active"), dirMode, sharingGid, unsafe);
-  const fileMode = sharingGid === null ? 0o600 : 0o640;
+  ensurePrivateDir(lockDir, dirMode(sharingGid), sharingGid, unsafe);
+  ensurePrivateDir(join(lockDir, "active"), dirMode(sharingGid), sharingGid, unsafe);
+  const lockMode = fileMode(sharingGid);
   for (const slot of SLOTS) {
     let fd: number;
     try {
-      fd = openSync(lockPath(lockDir, slot), constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | O_CLOEXEC, fileMode);
+      fd = openSync(lockPath(lockDir, slot), constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | O_CLOEXEC, lockMode);
     } catch {
       throw unsafe(`lock file ${slotName(slot)}.lock is not a regular file`);
     }
@@ -61,7 +60,7 @@ export function prepareLockDir(lockDir: string, sharingGid: number | null): void
       const st = fstatSync(fd);
       if (!st.isFile()) throw unsafe(`lock file ${slotName(slot)}.lock is not a regular file`);
       if (st.uid !== uid()) throw unsafe(`lock file ${slotName(slot)}.lock is owned by another user`);
-      fchmodSync(fd, fileMode);
+      fchmodSync(fd, lockMode);
       if (sharingGid !== null) chownSync(lockPath(lockDir, slot), uid(), sharingGid);
     } finally {
       closeSync(fd);

@@ -64,21 +64,18 @@ export type {
 export type { EventInput, NewTask, RequestKind, RequestRow, RequestStatus, ResultStorage, TaskRow } from "./rows.ts";
 export { type RequestObject, requestObject, type ResultObject, type TaskObject, taskObject } from "./task-object.ts";
 export * from "./task-states.ts";
-export {
-  type InsertTaskResult,
-  type ListTasksQuery,
-  MAX_ERROR_MESSAGE_BYTES,
-  MAX_TASK_PAGE,
-  type ProviderFacts,
-  type ResultColumns,
-  type EndOptions,
-  type TaskEnd,
-  type TaskPage,
-  type TransitionOptions,
-  type TransitionResult,
-  type TransitionTarget,
+export type {
+  InsertTaskResult,
+  ListTasksQuery,
+  ProviderFacts,
+  ResultColumns,
+  EndOptions,
+  TaskEnd,
+  TaskPage,
+  TransitionOptions,
+  TransitionResult,
+  TransitionTarget,
 } from "./tasks.ts";
-export { MAX_EVENT_PAGE } from "./events.ts";
 
 export interface StoreOptions extends OpenOptions {
   /**

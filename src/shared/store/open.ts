@@ -19,6 +19,7 @@ import { chmodSync, closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdi
 import { join } from "node:path";
 import { ServerFsError } from "../errors.ts";
 import { O_CLOEXEC } from "../fs/dir-handle.ts";
+import { PRIVATE_DIR, PRIVATE_FILE, permissionBits } from "../fs/modes.ts";
 import { type MigratedFrom, migrate } from "./migrate.ts";
 
 export const DB_FILE = "state.sqlite3";
@@ -43,7 +44,7 @@ function errnoOf(e: unknown): string | undefined {
 /** Creates `state_dir` (0700) if missing, refuses anything but our own real directory, sets 0700. */
 function secureStateDir(stateDir: string): void {
   try {
-    mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+    mkdirSync(stateDir, { recursive: true, mode: PRIVATE_DIR });
   } catch {
     throw unsafeDir();
   }
@@ -56,7 +57,7 @@ function secureStateDir(stateDir: string): void {
   try {
     const st = fstatSync(fd);
     if (!st.isDirectory() || st.uid !== myUid()) throw unsafeDir();
-    if ((st.mode & 0o7777) !== 0o700) fchmodSync(fd, 0o700);
+    if (permissionBits(st.mode) !== PRIVATE_DIR) fchmodSync(fd, PRIVATE_DIR);
   } finally {
     closeSync(fd);
   }
@@ -78,14 +79,14 @@ function ownRegularFile(path: string): Stats | null {
 /** After the connection opened: each file that exists is checked again, set to 0600, and must still be that entry. */
 function privatize(path: string): void {
   const st = ownRegularFile(path);
-  if (st === null || (st.mode & 0o7777) === 0o600) return;
+  if (st === null || permissionBits(st.mode) === PRIVATE_FILE) return;
   try {
-    chmodSync(path, 0o600);
+    chmodSync(path, PRIVATE_FILE);
   } catch {
     throw unsafeFile();
   }
   const after = ownRegularFile(path);
-  if (after === null || after.ino !== st.ino || after.dev !== st.dev || (after.mode & 0o7777) !== 0o600) throw unsafeFile();
+  if (after === null || after.ino !== st.ino || after.dev !== st.dev || permissionBits(after.mode) !== PRIVATE_FILE) throw unsafeFile();
 }
 
 export function openDatabase(stateDir: string, opts: OpenOptions = {}): Database {

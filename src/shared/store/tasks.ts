@@ -10,13 +10,12 @@
 import type { Database } from "bun:sqlite";
 import { writeImmediate } from "./write.ts";
 import { type ErrorCode, ServerFsError } from "../errors.ts";
-import { cutUtf8 } from "../utf8.ts";
+import { LIMITS } from "../limits.ts";
+import { cutErrorMessage } from "../redact.ts";
 import { type AppendResult, insertEvents } from "./events.ts";
 import { type EventInput, type NewTask, type ResultStorage, TASK_COLUMNS, type TaskRow } from "./rows.ts";
 import { ACTIVE_STATUSES, isTerminal, sourcesOf, TERMINAL_STATUSES, type TaskStatus } from "./task-states.ts";
 
-export const MAX_ERROR_MESSAGE_BYTES = 4096;
-export const MAX_TASK_PAGE = 500;
 
 const placeholders = (n: number) => Array.from({ length: n }, () => "?").join(", ");
 const ACTIVE_IN = `(${ACTIVE_STATUSES.map((s) => `'${s}'`).join(", ")})`;
@@ -87,7 +86,7 @@ export function insertTask(db: Database, row: NewTask, maxActive: number): Inser
 
 export interface ListTasksQuery {
   status?: TaskStatus | null;
-  /** 1..500, default 100. */
+  /** 1..`max_task_page`, default `default_page` (limits.ts). */
   limit?: number;
   /** Exclusive cursor: the last task of the previous page. */
   beforeTaskId?: string | null;
@@ -101,8 +100,8 @@ export interface TaskPage {
 
 /** Newest first by created_at, then task_id (task.list). An unknown cursor is AGENT_TASK_NOT_FOUND. */
 export function listTasks(db: Database, q: ListTasksQuery = {}): TaskPage {
-  const limit = q.limit ?? 100;
-  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_TASK_PAGE) {
+  const limit = q.limit ?? LIMITS.default_page;
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > LIMITS.max_task_page) {
     throw new ServerFsError("INVALID_LIMIT", "limit is out of range");
   }
   const where: string[] = [];
@@ -203,7 +202,7 @@ export function transition(
   }
   if (opts.error) {
     sets.push("error_code = ?", "error_message = ?");
-    args.push(opts.error.code, cutUtf8(opts.error.message, MAX_ERROR_MESSAGE_BYTES).text);
+    args.push(opts.error.code, cutErrorMessage(opts.error.message));
   }
   for (const column of RESULT_COLUMNS) {
     const value = opts.set?.[column];

@@ -30,6 +30,7 @@ import { createConnection } from "node:net";
 import { dirname, join } from "node:path";
 import type { SocketHandler, UnixSocketListener } from "bun";
 import { ServerFsError } from "../../../shared/errors.ts";
+import { dirMode, othersMayWrite, socketMode } from "../../../shared/fs/modes.ts";
 
 /** The stale-socket connect probe (docs/bridge-rpc.md#limits). */
 const PROBE_TIMEOUT_MS = 500;
@@ -43,7 +44,6 @@ export interface BoundInode {
 const uid = () => process.getuid!();
 const unsafeDir = (phrase: string) => new ServerFsError("SOCKET_DIRECTORY_UNSAFE", phrase);
 const inUse = (phrase: string) => new ServerFsError("SOCKET_PATH_IN_USE", phrase);
-const dirMode = (sharingGid: number | null) => (sharingGid === null ? 0o700 : 0o750);
 
 function lstatOrNull(path: string): Stats | null {
   try {
@@ -92,7 +92,7 @@ function checkParent(dir: string, sharingGid: number | null): void {
   const st = lstatOrNull(dir);
   if (st === null || !st.isDirectory()) throw unsafeDir("the socket directory is not a real directory");
   if (st.uid !== uid()) throw unsafeDir("the socket directory is owned by another user");
-  if ((st.mode & 0o022) !== 0) throw unsafeDir("the socket directory is writable by group or others");
+  if (othersMayWrite(st.mode)) throw unsafeDir("the socket directory is writable by group or others");
   secureDir(dir, sharingGid);
 }
 
@@ -177,7 +177,7 @@ export function bindSocket<Data>(
   try {
     // group first, so the group bits never apply to any group but G
     if (sharingGid !== null) chownSync(temp, uid(), sharingGid);
-    chmodSync(temp, sharingGid === null ? 0o600 : 0o660);
+    chmodSync(temp, socketMode(sharingGid));
     const st = lstatSync(temp);
     if (!st.isSocket() || st.uid !== uid()) throw inUse("the socket cannot be bound");
     try {

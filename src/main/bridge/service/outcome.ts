@@ -2,7 +2,9 @@
  * A run's single outcome becoming the task's terminal state (docs/task-model.md#states-and-transitions):
  * success inline or spooled, a cancel, or a coded failure. Offers `onOutcome` and `settleFailure`.
  */
+import { byteSize } from "../../../shared/byte-size.ts";
 import type { ErrorCode } from "../../../shared/errors.ts";
+import { LIMITS } from "../../../shared/limits.ts";
 import { classifyResult, resultPreview } from "../../../shared/spool.ts";
 import { isTerminal } from "../../../shared/store/index.ts";
 import type { Outcome } from "../../../workers/providers/types.ts";
@@ -20,7 +22,7 @@ export async function onOutcome(ctx: ServiceContext, taskId: string, outcome: Ou
   const task = ctx.store.getTask(taskId);
   if (task?.status !== "running") return; // cancelled or interrupted meanwhile: the text is discarded
   const cls = classifyResult(outcome.text);
-  if (cls.storage === "too_large") return settleFailure(ctx, taskId, "AGENT_RESULT_TOO_LARGE", "the final response is larger than 8 MiB");
+  if (cls.storage === "too_large") return settleFailure(ctx, taskId, "AGENT_RESULT_TOO_LARGE", `the final response is larger than ${byteSize(LIMITS.max_spooled_result_bytes)}`);
   const completed = { type: "task.completed", payload: { result_storage: cls.storage, result_size_bytes: cls.size_bytes } };
   if (cls.storage === "inline") {
     ctx.unrecorded.attempt(taskId, () =>

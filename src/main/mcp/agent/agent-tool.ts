@@ -6,6 +6,7 @@
 import * as v from "valibot";
 import type { Method, ParamsInput } from "../../../shared/bridge-protocol/methods.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
+import { LIMITS } from "../../../shared/limits.ts";
 import { byteLength } from "../../../shared/utf8.ts";
 import type { McpDeps } from "../deps.ts";
 import { textParam } from "../params.ts";
@@ -40,17 +41,16 @@ export const AGENT_AUDIT = { schema_version: 1 } as const;
 export const taskIdParam = () => textParam("The task's id, as submit_agent_task returned it.");
 
 const CONTROL = /[\u0000-\u001f\u007f]/;
-const OPAQUE_MAX_BYTES = 256;
 
 /** The schema of correlation_id / idempotency_key; `opaqueValue` checks what the schema cannot. */
 export const opaqueTextParam = (about: string) =>
-  v.optional(textParam(`${about} At most ${OPAQUE_MAX_BYTES} UTF-8 bytes, no control characters; "" is the same as absent.`));
+  v.optional(textParam(`${about} At most ${LIMITS.max_opaque_bytes} UTF-8 bytes, no control characters; "" is the same as absent.`));
 
 /** correlation_id / idempotency_key (docs/mcp-tools.md#mcp-side-checks): "" is absent; else bounded, no control characters. */
 export function opaqueValue(value: string | undefined, name: string): string | undefined {
   if (value === undefined || value === "") return undefined;
-  if (byteLength(value) > OPAQUE_MAX_BYTES || CONTROL.test(value)) {
-    throw new ServerFsError("INVALID_ARGUMENT", `${name} must be at most ${OPAQUE_MAX_BYTES} bytes without control characters`);
+  if (byteLength(value) > LIMITS.max_opaque_bytes || CONTROL.test(value)) {
+    throw new ServerFsError("INVALID_ARGUMENT", `${name} must be at most ${LIMITS.max_opaque_bytes} bytes without control characters`);
   }
   return value;
 }
