@@ -40,10 +40,9 @@ export interface ProviderHost {
   outcome(taskId: string, outcome: Outcome): Promise<void>;
 }
 
-/** How the run ended as a process: whether the worker saw the leader exit. */
+/** How the run went as a process: whether it started, and the group the Bridge checks afterwards. */
 export interface RunReport {
   started: boolean;
-  leaderExited: boolean;
   pgid: number | null;
   startTime: number | null;
 }

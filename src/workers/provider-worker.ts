@@ -70,7 +70,7 @@ function commitBatch(taskId: string, events: PendingEvent[]): ErrorCode | null {
 }
 
 async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
-  const notStarted: RunReport = { started: false, leaderExited: true, pgid: null, startTime: null };
+  const notStarted: RunReport = { started: false, pgid: null, startTime: null };
   const adapter = adapters.get(spec.runtime);
   if (!transition(store(), spec.taskId, "starting", { from: ["queued"] })) return notStarted;
   if (!adapter) {
@@ -180,10 +180,10 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
   });
   await Promise.race([delivered, cancelled]);
   idle.stop();
-  const leaderExited = await handle.closeAndWait(10_000);
+  await handle.closeAndWait(10_000);
   batcher.flush();
   runs.delete(spec.taskId);
-  return { started: true, leaderExited, pgid: handle.pgid, startTime: facts.startTime ?? null };
+  return { started: true, pgid: handle.pgid, startTime: facts.startTime ?? null };
 }
 
 /**

@@ -11,7 +11,7 @@
  *   throws AGENT_TASK_LIMIT_REACHED (active count ≥ maxActive, counted in the same transaction) or
  *   AGENT_TASK_EXISTS (task id taken).
  * - `getTask(id)`, `getTaskObject(id)` (the docs/task-model.md#the-task-object, or null), `findByIdempotencyKey(key)`,
- *   `listActive()` (by created_at), `countActive()`, `listTasks({status, limit, beforeTaskId})` and
+ *   `listActive()` (by created_at), `listTasks({status, limit, beforeTaskId})` and
  *   `listTaskObjects(...)` (rows / docs/task-model.md#the-task-object objects, newest first by created_at then task_id; INVALID_LIMIT
  *   outside 1..500; AGENT_TASK_NOT_FOUND for an unknown cursor).
  * - `transition(id, to, {from, at, error, set, events})` → `{task, events}` or null when the CAS lost.
@@ -138,9 +138,6 @@ export class Store {
   }
   listActive(): TaskRow[] {
     return tasks.listActive(this.db);
-  }
-  countActive(): number {
-    return tasks.countActive(this.db);
   }
   listTasks(query: tasks.ListTasksQuery = {}): tasks.TaskPage {
     return tasks.listTasks(this.db, query);

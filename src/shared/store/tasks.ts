@@ -3,7 +3,7 @@
  * table-driven state transition with its effects (docs/task-model.md#states-and-transitions), provider facts (docs/task-model.md#execution, COALESCE), and
  * the retention GC queries (docs/task-model.md#retention).
  *
- * Offers: `insertTask`, `getTask`, `findByIdempotencyKey`, `listActive`, `countActive`, `listTasks`,
+ * Offers: `insertTask`, `getTask`, `findByIdempotencyKey`, `listActive`, `listTasks`,
  * `transition`, `endTask`, `recordProvider`, `gcCandidates`, `deleteTask`, `deleteTasks` and their option/result types.
  * Every write runs in its own `BEGIN IMMEDIATE` transaction (nested calls become savepoints).
  */
@@ -35,7 +35,7 @@ export function findByIdempotencyKey(db: Database, key: string): TaskRow | null 
   return db.query<TaskRow, [string]>(`${SELECT_TASK} WHERE idempotency_key = ?`).get(key);
 }
 
-export function countActive(db: Database): number {
+function countActive(db: Database): number {
   return db.query<{ n: number }, []>(`SELECT COUNT(*) AS n FROM tasks WHERE status IN ${ACTIVE_IN}`).get()!.n;
 }
 

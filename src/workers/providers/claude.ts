@@ -43,7 +43,6 @@ import {
   userLine,
 } from "./claude-wire.ts";
 import { parseLine } from "./fake-wire.ts";
-import { reconcileFromEvidence } from "./reconcile.ts";
 import type { ProviderProcess } from "./spawn.ts";
 import type { Outcome, RunContext, RuntimeAdapter } from "./types.ts";
 import { failed, failedFrom, startRun, textPayload } from "./adapter-kit.ts";
@@ -241,6 +240,5 @@ export function createClaudeAdapter(settings: ClaudeSettings): RuntimeAdapter {
       const resume = ctx.continueNativeSessionId !== null ? ["--resume", ctx.continueNativeSessionId] : [];
       return startRun(ctx, { command: [bin, ...ARGS, ...resume], env: withConfigDir(ctx.env) }, (proc) => new ClaudeRun(proc, ctx), noSteering);
     },
-    reconcile: reconcileFromEvidence,
   };
 }

@@ -25,7 +25,6 @@ import { probeVersion } from "./version-probe.ts";
 import { AgentMessages, type CodexItem, CodexItemSchema, itemPayload, proposedChanges } from "./codex-items.ts";
 import { planServerRequest } from "./codex-requests.ts";
 import { CodexRpc, type Incoming, parseIncoming, type RequestId, RpcFailure } from "./codex-rpc.ts";
-import { reconcileFromEvidence } from "./reconcile.ts";
 import type { ProviderProcess } from "./spawn.ts";
 import type { Outcome, ProposedFileChange, RunContext, RuntimeAdapter } from "./types.ts";
 import { cutEventText, failed, failedFrom, notActive, runtimeInfo, startRun } from "./adapter-kit.ts";
@@ -356,6 +355,5 @@ export function createCodexAdapter(settings: CodexSettings): RuntimeAdapter {
     start(ctx) {
       return startRun(ctx, { command: [bin, "app-server"], env: envOf(ctx.env) }, (proc) => new CodexRun(proc, ctx, settings));
     },
-    reconcile: reconcileFromEvidence,
   };
 }

@@ -19,7 +19,6 @@ import { join } from "node:path";
 import { DECISIONS } from "../../shared/hitl-validation.ts";
 import { ServerFsError } from "../../shared/errors.ts";
 import { type AdapterLine, type ProviderLine, ProviderLineSchema, parseLine } from "./fake-wire.ts";
-import { reconcileFromEvidence } from "./reconcile.ts";
 import type { ProviderProcess } from "./spawn.ts";
 import type { ApprovalPayload, Outcome, QuestionPayload, RunContext, RuntimeAdapter } from "./types.ts";
 import { failed, failedFrom, notActive, runtimeInfo, startRun, textPayload } from "./adapter-kit.ts";
@@ -191,6 +190,5 @@ export function createFakeAdapter(options: FakeAdapterOptions = {}): RuntimeAdap
     start(ctx) {
       return startRun(ctx, { command, env: ctx.env, lineCap: options.lineCap }, (proc) => new FakeRun(proc, ctx));
     },
-    reconcile: reconcileFromEvidence,
   };
 }

@@ -37,7 +37,7 @@ export async function executeRun(
   profile: "review" | "workspace-write",
   continueNativeSessionId: string | null,
 ): Promise<void> {
-  let report: RunReport = { started: false, leaderExited: true, pgid: null, startTime: null };
+  let report: RunReport = { started: false, pgid: null, startTime: null };
   try {
     const mark = newMark();
     run.litter = noteLitterBaseline(ws, ws.confine(ctx.store.getTask(run.taskId)!.relative_cwd).segments);
