@@ -11,7 +11,7 @@
  * Pure functions: usable from any thread. No host path, prompt or native id enters a manifest; the
  * input types simply have no place for them.
  */
-import type { AgentMode, BridgeSettings, RuntimeName } from "./config/schema.ts";
+import type { AgentMode, BridgeSettings, Profile, RuntimeName } from "./config/schema.ts";
 import { canonicalJson, sha256Hex } from "./canonical-json.ts";
 import { LIMITS } from "./limits.ts";
 import { PROTOCOL_VERSION, VERSION } from "./version.ts";
@@ -28,7 +28,6 @@ export const FIXED_LIMITS = {
   max_result_chunk_bytes: LIMITS.max_result_chunk_bytes,
 } as const;
 
-export type Profile = "review" | "workspace-write";
 export type InFlightRecovery = "none" | "session-resume" | "native";
 export type Lifecycle = BridgeSettings["lifecycle"];
 

@@ -3,6 +3,7 @@
  * child process and its stream; the main thread owns state decisions that touch a human, a guard,
  * a lease or a timer. Calls are comlink messages, so every value here is structured-cloneable.
  */
+import type { Profile } from "../shared/config/schema.ts";
 import type { VerifiedStartDir } from "../shared/fs/start-directory.ts";
 import type { NativeFacts, Outcome } from "./providers/types.ts";
 
@@ -17,7 +18,7 @@ export interface RunSpec {
   /** The start directory's identity as verified at submit; the provider's cwd must match it. */
   startDir: VerifiedStartDir;
   prompt: string;
-  profile: "review" | "workspace-write";
+  profile: Profile;
   continueNativeSessionId: string | null;
   mark: string;
   /** Workdir roots (configured and real path) for host-path redaction. */

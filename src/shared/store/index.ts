@@ -54,9 +54,7 @@ import * as tasks from "./tasks.ts";
 export type { AppendOptions, AppendResult, EventEnvelope, EventLimitCode } from "./events.ts";
 export { DB_FILE, type OpenOptions } from "./open.ts";
 export type {
-  ApprovalResolution,
   OpenRequestInput,
-  QuestionResolution,
   RequestChange,
   Resolution,
   StaleReason,

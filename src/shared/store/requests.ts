@@ -16,6 +16,7 @@ import { byteLength } from "../utf8.ts";
 import { type AppendResult, insertEvents } from "./events.ts";
 import { type EventInput, REQUEST_COLUMNS, type RequestKind, type RequestRow, type TaskRow } from "./rows.ts";
 import { getTask } from "./tasks.ts";
+import type { ApprovalResolution, QuestionResolution } from "../hitl-validation.ts";
 import { requestEventFields } from "../request-summary.ts";
 
 export interface OpenRequestInput {
@@ -29,10 +30,7 @@ export interface OpenRequestInput {
   at?: string;
 }
 
-export type ApprovalResolution = { decision: string; granted_permission_ids: string[] };
-export type QuestionResolution = {
-  answers: { question_id: string; selected_option_ids: string[]; text?: string }[];
-};
+/** A checked reply (hitl-validation.ts), stored as the request's `resolution_json`. */
 export type Resolution = ApprovalResolution | QuestionResolution;
 
 export interface RequestChange {

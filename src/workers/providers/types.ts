@@ -10,12 +10,11 @@
  * Host paths in payloads and texts are left for the Bridge's redaction (docs/events.md#redaction).
  */
 import type { ApprovalResolution, Decision, QuestionResolution } from "../../shared/hitl-validation.ts";
+import type { Profile } from "../../shared/config/schema.ts";
 import type { ErrorCode } from "../../shared/errors.ts";
 import type { VerifiedStartDir } from "../../shared/fs/start-directory.ts";
 
-export type { ApprovalResolution, Decision, QuestionResolution };
-
-export type Profile = "review" | "workspace-write";
+export type { ApprovalResolution, Decision, Profile, QuestionResolution };
 
 /** One `runtime.list` entry (docs/bridge-rpc.md#runtimelist) for an available runtime. */
 export interface RuntimeInfo {

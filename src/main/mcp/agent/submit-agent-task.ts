@@ -9,11 +9,12 @@ import { modeRank } from "../../../shared/config/load.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { closeQuietly, openDirPath } from "../../../shared/fs/dir-handle.ts";
 import { LIMITS } from "../../../shared/limits.ts";
+import { opaqueValue } from "../../../shared/opaque-value.ts";
 import { byteLength } from "../../../shared/utf8.ts";
 import { requireWorkspace } from "../deps.ts";
 import { choiceParam, pathParam, textParam, withDefault, workdirParam } from "../params.ts";
 import { defineTool, type ToolDef } from "../tool.ts";
-import { AGENT_AUDIT, type AgentDeps, agentAnnotations, expectShape, opaqueTextParam, opaqueValue } from "./agent-tool.ts";
+import { AGENT_AUDIT, type AgentDeps, agentAnnotations, expectShape, opaqueTextParam } from "./agent-tool.ts";
 import { SubmitResult } from "./schemas.ts";
 
 export function submitAgentTask(deps: AgentDeps): ToolDef {
@@ -41,8 +42,8 @@ export function submitAgentTask(deps: AgentDeps): ToolDef {
     unexpected: "AGENT_BRIDGE_ERROR",
     auditFields: AGENT_AUDIT,
     async run(args, call) {
-      const correlationId = opaqueValue(args.correlation_id, "correlation_id");
-      const idempotencyKey = opaqueValue(args.idempotency_key, "idempotency_key");
+      const correlationId = opaqueValue(args.correlation_id, "correlation_id", "INVALID_ARGUMENT");
+      const idempotencyKey = opaqueValue(args.idempotency_key, "idempotency_key", "INVALID_ARGUMENT");
       Object.assign(call.audit, {
         correlation_id: correlationId ?? null,
         runtime: args.runtime,
