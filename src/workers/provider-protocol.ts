@@ -3,6 +3,7 @@
  * child process and its stream; the main thread owns state decisions that touch a human, a guard,
  * a lease or a timer. Calls are comlink messages, so every value here is structured-cloneable.
  */
+import type { LogLevelSetting } from "../shared/audit.ts";
 import type { Profile } from "../shared/config/schema.ts";
 import type { VerifiedStartDir } from "../shared/fs/start-directory.ts";
 import type { NativeFacts, Outcome } from "./providers/types.ts";
@@ -49,7 +50,8 @@ export interface RunReport {
 }
 
 export interface ProviderWorkerApi {
-  init(stateDir: string): Promise<void>;
+  /** Opens the worker's own store; its dropped service events are logged at `logLevel`. */
+  init(stateDir: string, logLevel: LogLevelSetting): Promise<void>;
   run(spec: RunSpec, host: ProviderHost): Promise<RunReport>;
   cancel(taskId: string): Promise<void>;
   sendMessage(taskId: string, text: string): Promise<void>;

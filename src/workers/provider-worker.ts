@@ -4,7 +4,7 @@
  * records native ids and the process group. Decisions that touch a human, a guard, a lease or a
  * timer go back to the task service through the proxied `ProviderHost`.
  */
-import type { Database } from "bun:sqlite";
+import { AuditLog } from "../shared/audit.ts";
 import { exposeApi } from "../shared/comlink-worker.ts";
 import type { ConfigFile } from "../shared/config/schema.ts";
 import { byteSize } from "../shared/byte-size.ts";
@@ -12,9 +12,7 @@ import { type ErrorCode, ServerFsError } from "../shared/errors.ts";
 import { LIMITS } from "../shared/limits.ts";
 import { normalizeAbsolute, Redactor, WORKDIR_MARK } from "../shared/redact.ts";
 import { isStorageFault } from "../shared/storage-fault.ts";
-import { appendEvents } from "../shared/store/events.ts";
-import { openDatabase } from "../shared/store/open.ts";
-import { endTask, recordProvider, transition } from "../shared/store/tasks.ts";
+import { Store } from "../shared/store/index.ts";
 import { byteLength } from "../shared/utf8.ts";
 import { autoDeclinedEvent, outsideWorkdir } from "./auto-decline.ts";
 import { DEFAULT_BATCHING, EventBatcher, type PendingEvent } from "./event-batcher.ts";
@@ -28,7 +26,7 @@ interface LiveRun {
   cancelled: () => void;
 }
 
-let db: Database | null = null;
+let db: Store | null = null;
 let adapters = new Map<string, RuntimeAdapter>();
 let providerEnv: Record<string, string | undefined> = {};
 let idleSeconds: Record<string, number> = {};
@@ -36,7 +34,7 @@ let idleSeconds: Record<string, number> = {};
 const idleTimeoutMs = (runtime: string): number => (idleSeconds[runtime] ?? 0) * 1000;
 const runs = new Map<string, LiveRun>();
 
-const store = (): Database => {
+const store = (): Store => {
   if (!db) throw new ServerFsError("BRIDGE_PROTOCOL_ERROR", "the provider worker is not initialized");
   return db;
 };
@@ -57,8 +55,7 @@ const tooLarge = (): Outcome => ({ kind: "failed", code: "AGENT_RESULT_TOO_LARGE
 /** The code a batch ends the run with: a broken event limit, or a store that cannot take the batch. */
 function commitBatch(taskId: string, events: PendingEvent[]): ErrorCode | null {
   try {
-    const r = appendEvents(
-      store(),
+    const r = store().appendProviderBatch(
       taskId,
       events.map((e) => ({ type: e.event_type, payload: e.payload })),
     );
@@ -72,10 +69,10 @@ function commitBatch(taskId: string, events: PendingEvent[]): ErrorCode | null {
 async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
   const notStarted: RunReport = { started: false, pgid: null, startTime: null };
   const adapter = adapters.get(spec.runtime);
-  if (!transition(store(), spec.taskId, "starting", { from: ["queued"] })) return notStarted;
+  if (!store().transition(spec.taskId, "starting", { from: ["queued"] })) return notStarted;
   if (!adapter) {
     const error = { code: "AGENT_RUNTIME_UNAVAILABLE" as const, message: "the runtime is not enabled" };
-    endTask(store(), spec.taskId, { to: "failed", error });
+    store().endTask(spec.taskId, { to: "failed", error });
     return notStarted;
   }
 
@@ -151,7 +148,7 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
     },
     recordNative: async (n) => {
       Object.assign(facts, n);
-      recordProvider(store(), spec.taskId, {
+      store().recordProvider(spec.taskId, {
         pgid: n.pgid ?? null,
         startTime: n.startTime ?? null,
         nativeSessionId: n.sessionId ?? null,
@@ -163,7 +160,7 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
     // the task running (docs/task-model.md#execution steps 3–4), so a running task always takes steering.
     started: () => {
       batcher.flush();
-      transition(store(), spec.taskId, "running", {
+      store().transition(spec.taskId, "running", {
         events: [{ type: "task.started", payload: { runtime: spec.runtime } }],
       });
       host.eventsCommitted(spec.taskId);
@@ -206,8 +203,8 @@ function finalOutcome(outcome: Outcome, brokenBy: ErrorCode | null, redactor: Re
 }
 
 const api: ProviderWorkerApi & { configure(file: Pick<ConfigFile, "bridge" | "runtimes">, options: RuntimeOptions): void } = {
-  async init(stateDir) {
-    db = openDatabase(stateDir);
+  async init(stateDir, logLevel) {
+    db = Store.open(stateDir, { log: new AuditLog(logLevel) });
   },
   configure(file, options) {
     adapters = createAdapters(file, options);

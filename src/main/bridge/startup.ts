@@ -59,7 +59,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
       onMigrated: (from) => {
         if (from !== "current") audit.info("schema_migrated", { from, to: "v0.7" });
       },
-      onEventDropped: (taskId, code) => audit.warn("service_event_dropped", { task_id: taskId, error_code: code }),
+      log: audit,
     });
     prepareLockDir(lockDir, sharingGid);
     removeLeftoverGuardTemps(lockDir, instance.acquiredAtMs);
@@ -72,7 +72,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
     const startProvider = async () => {
       const w = startWorker<ProviderWorker>(workerUrl("provider-worker"), lost("provider"));
       workers.push(w);
-      await w.remote.init(stateDir);
+      await w.remote.init(stateDir, config.server.log_level);
       await w.remote.configure({ bridge: config.file.bridge, runtimes: config.file.runtimes }, options);
       return w;
     };
