@@ -35,7 +35,7 @@ import { join } from "node:path";
 import { sha256Hex } from "./canonical-json.ts";
 import { ServerFsError } from "./errors.ts";
 import { at, closeQuietly, O_CLOEXEC, READ_FLAGS, self } from "./fs/dir-handle.ts";
-import { isOwnerOnly, PRIVATE_DIR, PRIVATE_FILE } from "./fs/modes.ts";
+import { isOwnerOnly, ownUid, PRIVATE_DIR, PRIVATE_FILE } from "./fs/modes.ts";
 import { osCode } from "./fs/os-errors.ts";
 import { byteSize } from "./byte-size.ts";
 import { isTaskId, random16Hex } from "./ids.ts";
@@ -74,7 +74,6 @@ const asStorageError = (e: unknown, phrase: string) => (e instanceof ServerFsErr
 const unsafeDir = () => storageError("the result directory is not a private directory");
 const notRetrievable = () => new ServerFsError("AGENT_RESULT_NOT_RETRIEVABLE", "the task has no spooled result to read");
 
-const ownUid = (): number => process.getuid?.() ?? -1;
 /** A regular file or directory of ours that no group or other user can touch. */
 const isPrivate = (st: BigIntStats): boolean => st.uid === BigInt(ownUid()) && isOwnerOnly(st.mode);
 

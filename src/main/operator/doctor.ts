@@ -19,7 +19,7 @@ import { dirname, isAbsolute } from "node:path";
 import * as v from "valibot";
 import { type Config, ConfigError, expandHome, groupSharing, loadConfig } from "../../shared/config/load.ts";
 import { ServerFsError } from "../../shared/errors.ts";
-import { dirMode, fileMode, octal, PRIVATE_DIR, permissionBits } from "../../shared/fs/modes.ts";
+import { dirMode, fileMode, octal, ownUid, PRIVATE_DIR, permissionBits } from "../../shared/fs/modes.ts";
 import { activeDir, guardedSlots, readGuard } from "../../shared/leases/guard-files.ts";
 import { lockPath, SLOTS, slotName } from "../../shared/leases/lock-files.ts";
 import { isTerminal } from "../../shared/store/task-states.ts";
@@ -68,7 +68,6 @@ interface GuardFact {
 }
 
 const line = (verdict: Verdict, check: string, reason: string): CheckLine => ({ verdict, check, reason });
-const uid = () => process.getuid!();
 
 export function runDoctor(configPath: string | undefined): Promise<number> {
   return runCommand(() => doctor(configPath));
@@ -146,7 +145,7 @@ function privateDirCheck(check: string, path: string, mode: number, gid: number 
   if (st === null) return line("warn", check, `${path} does not exist yet; the Bridge creates it at start`);
   if (st.isSymbolicLink()) return line("fail", check, `${path} is a symbolic link; the Bridge refuses it`);
   if (!st.isDirectory()) return line("fail", check, `${path} is not a directory`);
-  if (st.uid !== uid()) return line("fail", check, `${path} belongs to another user (uid ${st.uid})`);
+  if (st.uid !== ownUid()) return line("fail", check, `${path} belongs to another user (uid ${st.uid})`);
   if (permissionBits(st.mode) !== mode) return line("fail", check, `${path} has mode ${octal(st.mode)}; it must be ${octal(mode)}`);
   if (gid !== null && st.gid !== gid) return line("fail", check, `${path} belongs to group ${st.gid}; sharing needs group ${gid}`);
   return line("ok", check, `${path} is private (mode ${octal(mode)}, yours)`);
@@ -166,7 +165,7 @@ function lockFileProblem(st: Stats | null, mode: number, gid: number | null): st
   if (st === null) return "is missing (MCP writes to this slot fail until the Bridge recreates it at start)";
   if (st.isSymbolicLink()) return "is a symbolic link";
   if (!st.isFile()) return "is not a regular file";
-  if (st.uid !== uid()) return `belongs to another user (uid ${st.uid})`;
+  if (st.uid !== ownUid()) return `belongs to another user (uid ${st.uid})`;
   if (permissionBits(st.mode) !== mode) return `has mode ${octal(st.mode)}; it must be ${octal(mode)}`;
   if (gid !== null && st.gid !== gid) return `belongs to group ${st.gid}; sharing needs group ${gid}`;
   return null;
@@ -208,7 +207,7 @@ function bridgeCheck(config: Config, bridge: BridgeState): CheckLine {
       return line(
         "fail",
         "bridge",
-        `answers on ${socketPath} but refuses this user (uid ${uid()}, gid ${process.getgid!()}); see bridge.allowed_peer_uid and allowed_peer_gid`,
+        `answers on ${socketPath} but refuses this user (uid ${ownUid()}, gid ${process.getgid!()}); see bridge.allowed_peer_uid and allowed_peer_gid`,
       );
     case "broken":
       return line("fail", "bridge", `answers on ${socketPath} but not as expected (${bridge.error.toText()})`);

@@ -4,7 +4,8 @@
  * docs/task-model.md#lease-files-and-the-active-slot-guard) the lock directory and the socket
  * directory become 0750, lease and guard files 0640, and the socket 0660 (a peer must write to
  * connect). Offers the modes, the mode for a sharing group (`null`: no sharing), the permission
- * bits of a stat mode, the "no group or other bit" check and the octal form messages show.
+ * bits of a stat mode, the "is it ours" and "no group or other bit" checks and the octal form
+ * messages show.
  */
 export const PRIVATE_FILE = 0o600;
 export const PRIVATE_DIR = 0o700;
@@ -18,6 +19,9 @@ export const socketMode = (sharingGid: number | null): number => (sharingGid ===
 
 /** The permission bits of a stat mode (the file type dropped). */
 export const permissionBits = (mode: number): number => mode & 0o7777;
+
+/** The uid everything private must belong to: this process's. */
+export const ownUid = (): number => process.getuid?.() ?? -1;
 
 /** No permission bit for group or others. */
 export const isOwnerOnly = (mode: number | bigint): boolean => (BigInt(mode) & 0o077n) === 0n;

@@ -24,7 +24,7 @@ import { join } from "node:path";
 import { canonicalJson } from "../canonical-json.ts";
 import { ServerFsError } from "../errors.ts";
 import { O_CLOEXEC } from "../fs/dir-handle.ts";
-import { fileMode, PRIVATE_FILE } from "../fs/modes.ts";
+import { fileMode, ownUid, PRIVATE_FILE } from "../fs/modes.ts";
 import { random16Hex } from "../ids.ts";
 import { isStorageFault, storageError } from "../storage-fault.ts";
 import { slotName } from "./lock-files.ts";
@@ -74,7 +74,7 @@ function writeTemp(lockDir: string, guard: Guard, sharingGid: number | null): st
     writeSync(fd, `${canonicalJson(guard)}\n`);
     fsyncSync(fd);
     fchmodSync(fd, fileMode(sharingGid));
-    if (sharingGid !== null) fchownSync(fd, process.getuid?.() ?? 0, sharingGid);
+    if (sharingGid !== null) fchownSync(fd, ownUid(), sharingGid);
   } catch (e) {
     unlinkQuietly(tmp);
     throw isStorageFault(e) ? storageError() : e;

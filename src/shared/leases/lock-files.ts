@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { ServerFsError } from "../errors.ts";
 import { tryLockExclusive, unlock } from "../ffi/libc.ts";
 import { O_CLOEXEC } from "../fs/dir-handle.ts";
-import { dirMode, fileMode, octal } from "../fs/modes.ts";
+import { dirMode, fileMode, octal, ownUid } from "../fs/modes.ts";
 import { errnoReason } from "../fs/os-errors.ts";
 
 export const SLOTS = Array.from({ length: 16 }, (_, i) => i + 1);
@@ -16,7 +16,6 @@ export const slotName = (slot: number) => String(slot).padStart(2, "0");
 export const lockPath = (lockDir: string, slot: number) => join(lockDir, `${slotName(slot)}.lock`);
 
 const unsafe = (phrase: string) => new ServerFsError("LOCK_PATH_UNSAFE", phrase);
-const uid = () => process.getuid?.() ?? 0;
 
 /**
  * Creates `dir` (and parents) with `mode`, then insists it is a real directory of ours. Each failure
@@ -30,7 +29,7 @@ export function ensurePrivateDir(dir: string, mode: number, gid: number | null, 
   }
   const st = lstatSync(dir);
   if (!st.isDirectory() || st.isSymbolicLink()) throw fail("the directory is not a real directory (a symbolic link or a file); point the setting at a real directory");
-  if (st.uid !== uid()) throw fail(`the directory is owned by uid ${st.uid}, not by this user (uid ${uid()}); chown it or choose another directory`);
+  if (st.uid !== ownUid()) throw fail(`the directory is owned by uid ${st.uid}, not by this user (uid ${ownUid()}); chown it or choose another directory`);
   try {
     const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW | O_CLOEXEC);
     try {
@@ -38,7 +37,7 @@ export function ensurePrivateDir(dir: string, mode: number, gid: number | null, 
     } finally {
       closeSync(fd);
     }
-    if (gid !== null) chownSync(dir, uid(), gid);
+    if (gid !== null) chownSync(dir, ownUid(), gid);
   } catch (e) {
     throw fail(`the directory cannot be made private (mode ${octal(mode)}${gid !== null ? `, group ${gid}` : ""}): ${errnoReason(e)}; it must be on a writable file system you own`);
   }
@@ -59,9 +58,9 @@ export function prepareLockDir(lockDir: string, sharingGid: number | null): void
     try {
       const st = fstatSync(fd);
       if (!st.isFile()) throw unsafe(`lock file ${slotName(slot)}.lock is not a regular file`);
-      if (st.uid !== uid()) throw unsafe(`lock file ${slotName(slot)}.lock is owned by another user`);
+      if (st.uid !== ownUid()) throw unsafe(`lock file ${slotName(slot)}.lock is owned by another user`);
       fchmodSync(fd, lockMode);
-      if (sharingGid !== null) chownSync(lockPath(lockDir, slot), uid(), sharingGid);
+      if (sharingGid !== null) chownSync(lockPath(lockDir, slot), ownUid(), sharingGid);
     } finally {
       closeSync(fd);
     }

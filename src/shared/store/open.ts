@@ -19,7 +19,7 @@ import { chmodSync, closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdi
 import { join } from "node:path";
 import { ServerFsError } from "../errors.ts";
 import { O_CLOEXEC } from "../fs/dir-handle.ts";
-import { PRIVATE_DIR, PRIVATE_FILE, permissionBits } from "../fs/modes.ts";
+import { ownUid, PRIVATE_DIR, PRIVATE_FILE, permissionBits } from "../fs/modes.ts";
 import { type MigratedFrom, migrate } from "./migrate.ts";
 
 export const DB_FILE = "state.sqlite3";
@@ -34,8 +34,6 @@ export interface OpenOptions {
 
 const unsafeDir = () => new ServerFsError("STATE_DIR_UNSAFE", "state_dir is not a private directory of the Bridge user");
 const unsafeFile = () => new ServerFsError("STATE_DIR_UNSAFE", "a state database file is not a private regular file");
-
-const myUid = (): number => process.getuid?.() ?? -1;
 
 function errnoOf(e: unknown): string | undefined {
   return (e as NodeJS.ErrnoException | null)?.code;
@@ -56,7 +54,7 @@ function secureStateDir(stateDir: string): void {
   }
   try {
     const st = fstatSync(fd);
-    if (!st.isDirectory() || st.uid !== myUid()) throw unsafeDir();
+    if (!st.isDirectory() || st.uid !== ownUid()) throw unsafeDir();
     if (permissionBits(st.mode) !== PRIVATE_DIR) fchmodSync(fd, PRIVATE_DIR);
   } finally {
     closeSync(fd);
@@ -72,7 +70,7 @@ function ownRegularFile(path: string): Stats | null {
     if (errnoOf(e) === "ENOENT") return null;
     throw unsafeFile();
   }
-  if (!st.isFile() || st.uid !== myUid()) throw unsafeFile();
+  if (!st.isFile() || st.uid !== ownUid()) throw unsafeFile();
   return st;
 }
 
