@@ -123,7 +123,7 @@ async function listTasks(client: BridgeClient, statusFilter: string | null, limi
 }
 
 async function list(client: BridgeClient, statusFilter: string | null, limit: number | undefined, json: boolean): Promise<number> {
-  const page = await listTasks(client, statusFilter, limit ?? 100);
+  const page = await listTasks(client, statusFilter, limit ?? LIMITS.default_page);
   if (json) {
     printJson({ tasks: page.tasks.map(withoutResponse), next_before_task_id: page.next_before_task_id });
     return 0;

@@ -15,7 +15,7 @@
  * - `getTask(id)`, `getTaskObject(id)` (the docs/task-model.md#the-task-object, or null), `findByIdempotencyKey(key)`,
  *   `listActive()` (by created_at), `listTasks({status, limit, beforeTaskId})` and
  *   `listTaskObjects(...)` (rows / docs/task-model.md#the-task-object objects, newest first by created_at then task_id; INVALID_LIMIT
- *   outside 1..500; AGENT_TASK_NOT_FOUND for an unknown cursor).
+ *   outside 1..`max_task_page` (limits.ts); AGENT_TASK_NOT_FOUND for an unknown cursor).
  * - `transition(id, to, {from, at, error, set, events})` → `{task, events}` or null when the CAS lost.
  *   Targets: starting, running (from starting), succeeded, failed, cancelled, interrupted; waiting states
  *   are entered and left through the request methods. Terminal entry sets completed_at, error columns
