@@ -1,6 +1,6 @@
 /**
  * The Bridge's SQLite store (docs/task-model.md#the-state-database): the one API to the state database. The SQL lives in
- * the modules beside it (tasks.ts, events.ts, requests.ts), which nothing outside this folder calls. Each thread opens its
+ * the modules beside it (tasks.ts, events.ts, requests.ts), which the rest of the code never calls. Each thread opens its
  * own `Store` (its own connection to the one WAL file): the main thread with `migrate: true`, the provider and maintenance
  * workers without. No globals: two stores in one thread are independent connections.
  *
