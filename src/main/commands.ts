@@ -3,6 +3,7 @@
  * parser (which flags a command accepts, how many words follow it) and `--help` read, so the help can
  * never promise a flag the parser refuses. The reference for people is docs/cli.md.
  */
+import { LIMITS } from "../shared/limits.ts";
 import type { FlagSpec } from "./args.ts";
 
 export interface CommandSpec {
@@ -64,7 +65,7 @@ export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
       ...CONFIG,
       ...JSON_OUT,
       "--status": { value: "S", help: "only tasks in this status (list)" },
-      "--limit": { value: "N", help: "at most N rows (list: 1..500; events: 1..500)" },
+      "--limit": { value: "N", help: `at most N rows (list: 1..${LIMITS.max_task_page}; events: 1..${LIMITS.max_event_page})` },
       "--after": { value: "N", help: "start after this event id (events, tail)" },
     },
     maxWords: 2,

@@ -8,20 +8,21 @@ import { ServerFsError } from "./errors.ts";
 export const DECISIONS = ["approve_once", "approve_session", "deny", "cancel_task"] as const;
 export type Decision = (typeof DECISIONS)[number];
 
-export interface ApprovalResolution {
+// type aliases, not interfaces: a resolution crosses to the provider worker as a plain JSON record
+export type ApprovalResolution = {
   decision: Decision;
   granted_permission_ids: string[];
-}
+};
 
-export interface QuestionAnswer {
+export type QuestionAnswer = {
   question_id: string;
   selected_option_ids: string[];
   text?: string;
-}
+};
 
-export interface QuestionResolution {
+export type QuestionResolution = {
   answers: QuestionAnswer[];
-}
+};
 
 export interface ApprovalPayload {
   available_decisions?: string[];

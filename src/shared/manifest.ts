@@ -3,31 +3,31 @@
  * once with the task row and hashed so a reader can verify it later.
  *
  * Offers:
- * - `FIXED_LIMITS`: the non-configurable limits of docs/task-model.md#limits that the manifest records (the store and the
- *   spool enforce the same values).
+ * - `FIXED_LIMITS`: the fixed limits (limits.ts, docs/task-model.md#limits) that the manifest records, in the recorded
+ *   key order; the manifest is hashed, so this set changes only with a new manifest schema.
  * - `policySha256(workdir)`: `sha256(canonical({agent_mode, agent_runtimes (sorted), alias, read_only, slot}))`.
  * - `buildManifest(input)`: the docs/task-model.md#the-execution-manifest object, its canonical JSON (`manifest_json`) and `manifest_sha256`.
  *
  * Pure functions: usable from any thread. No host path, prompt or native id enters a manifest; the
  * input types simply have no place for them.
  */
-import type { AgentMode, BridgeSettings, RuntimeName } from "./config/schema.ts";
+import type { AgentMode, BridgeSettings, Profile, RuntimeName } from "./config/schema.ts";
 import { canonicalJson, sha256Hex } from "./canonical-json.ts";
+import { LIMITS } from "./limits.ts";
 import { PROTOCOL_VERSION, VERSION } from "./version.ts";
 
 export const FIXED_LIMITS = {
-  max_prompt_bytes: 65_536,
-  max_message_bytes: 65_536,
-  max_interaction_bytes: 65_536,
-  max_event_bytes: 65_536,
-  max_events_per_task: 10_000,
-  max_final_response_bytes: 262_144,
-  max_spooled_result_bytes: 8_388_608,
-  result_preview_bytes: 65_536,
-  max_result_chunk_bytes: 65_536,
+  max_prompt_bytes: LIMITS.max_prompt_bytes,
+  max_message_bytes: LIMITS.max_message_bytes,
+  max_interaction_bytes: LIMITS.max_interaction_bytes,
+  max_event_bytes: LIMITS.max_event_bytes,
+  max_events_per_task: LIMITS.max_events_per_task,
+  max_final_response_bytes: LIMITS.max_final_response_bytes,
+  max_spooled_result_bytes: LIMITS.max_spooled_result_bytes,
+  result_preview_bytes: LIMITS.result_preview_bytes,
+  max_result_chunk_bytes: LIMITS.max_result_chunk_bytes,
 } as const;
 
-export type Profile = "review" | "workspace-write";
 export type InFlightRecovery = "none" | "session-resume" | "native";
 export type Lifecycle = BridgeSettings["lifecycle"];
 

@@ -8,14 +8,14 @@
  *   - `redactPath(p)`: one path field: relative, `"."` or `"<outside-workdir>"`;
  *   - `redactText(t)`: free text (the final response, messages): roots become `<workdir>…`;
  *   - `redactErrorMessage(m)`: `redactText` then `cutErrorMessage`;
- * - `cutErrorMessage(m)`: a UTF-8-safe prefix of at most 4,096 bytes;
+ * - `cutErrorMessage(m)`: a UTF-8-safe prefix of at most `max_error_message_bytes` (limits.ts);
  * - `normalizeAbsolute(p)`: lexical normalization of an absolute path (`.`, `..`, `//`, trailing `/`).
  */
+import { LIMITS } from "./limits.ts";
 import { cutUtf8 } from "./utf8.ts";
 
 export const WORKDIR_MARK = "<workdir>";
 export const OUTSIDE_MARK = "<outside-workdir>";
-export const MAX_ERROR_MESSAGE_BYTES = 4096;
 
 export type JsonObject = Record<string, unknown>;
 
@@ -50,7 +50,7 @@ export function normalizeAbsolute(path: string): string {
 }
 
 export function cutErrorMessage(message: string): string {
-  return cutUtf8(message, MAX_ERROR_MESSAGE_BYTES).text;
+  return cutUtf8(message, LIMITS.max_error_message_bytes).text;
 }
 
 const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");

@@ -4,7 +4,7 @@
  * in UTF-8-safe chunks. Synchronous and stateless, so the spool worker (and a test) can call it on
  * any thread. Offers:
  * - `classifyResult(utf8)`: inline (with its text and SHA-256) | spool (with its preview) | too_large (docs/task-model.md#results);
- * - `resultPreview(utf8)`: the first 65,536 bytes, cut back to the last complete character;
+ * - `resultPreview(utf8)`: the first `result_preview_bytes` (limits.ts), cut back to the last complete character;
  * - `resultsDir(stateDir)`, `ensureResultsDir(stateDir)`: the private directory, created 0700;
  * - `writeSpool(stateDir, taskId, utf8)`: the atomic write of docs/task-model.md#results steps (1)–(5);
  * - `readSpoolChunk(stateDir, taskId, expectedSize, offsetBytes, maxBytes)`: docs/task-model.md#results steps 2–6;
@@ -35,17 +35,14 @@ import { join } from "node:path";
 import { sha256Hex } from "./canonical-json.ts";
 import { ServerFsError } from "./errors.ts";
 import { at, closeQuietly, O_CLOEXEC, READ_FLAGS, self } from "./fs/dir-handle.ts";
+import { isOwnerOnly, ownUid, PRIVATE_DIR, PRIVATE_FILE } from "./fs/modes.ts";
 import { osCode } from "./fs/os-errors.ts";
+import { byteSize } from "./byte-size.ts";
 import { isTaskId, random16Hex } from "./ids.ts";
+import { LIMITS } from "./limits.ts";
 import { byteLength, decodeStrict, safePrefixLength } from "./utf8.ts";
 
 const decoder = new TextDecoder();
-
-export const MAX_INLINE_RESULT_BYTES = 262_144;
-export const MAX_INLINE_RESULT_JSON_BYTES = 524_288;
-export const MAX_SPOOLED_RESULT_BYTES = 8_388_608;
-export const RESULT_PREVIEW_BYTES = 65_536;
-export const MAX_RESULT_CHUNK_BYTES = 65_536;
 
 export type ResultStorage = "inline" | "spool" | "too_large";
 
@@ -74,7 +71,6 @@ export interface ResultChunk {
 
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW | O_CLOEXEC;
 const TEMP_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW | O_CLOEXEC;
-const PRIVATE_FILE_MODE = 0o600;
 const LEFTOVER_TEMP = /^\..*\.tmp$/;
 
 const storageError = (phrase: string) => new ServerFsError("AGENT_RESULT_STORAGE_ERROR", phrase);
@@ -82,9 +78,8 @@ const asStorageError = (e: unknown, phrase: string) => (e instanceof ServerFsErr
 const unsafeDir = () => storageError("the result directory is not a private directory");
 const notRetrievable = () => new ServerFsError("AGENT_RESULT_NOT_RETRIEVABLE", "the task has no spooled result to read");
 
-const ownUid = (): number => process.getuid?.() ?? -1;
 /** A regular file or directory of ours that no group or other user can touch. */
-const isPrivate = (st: BigIntStats): boolean => st.uid === BigInt(ownUid()) && (st.mode & 0o077n) === 0n;
+const isPrivate = (st: BigIntStats): boolean => st.uid === BigInt(ownUid()) && isOwnerOnly(st.mode);
 
 function requireTaskId(taskId: string): void {
   if (!isTaskId(taskId)) throw new ServerFsError("AGENT_TASK_NOT_FOUND", "unknown task");
@@ -95,17 +90,17 @@ const spoolName = (taskId: string) => `${taskId}.txt`;
 /** `utf8` is valid UTF-8 (an encoded string), measured in bytes as the thresholds are. */
 export function classifyResult(utf8: Uint8Array): ResultClass {
   const size = utf8.length;
-  if (size > MAX_SPOOLED_RESULT_BYTES) return { storage: "too_large", size_bytes: size };
-  if (size <= MAX_INLINE_RESULT_BYTES) {
+  if (size > LIMITS.max_spooled_result_bytes) return { storage: "too_large", size_bytes: size };
+  if (size <= LIMITS.max_final_response_bytes) {
     const text = decoder.decode(utf8);
-    if (byteLength(JSON.stringify(text)) <= MAX_INLINE_RESULT_JSON_BYTES) return { storage: "inline", size_bytes: size, text, sha256: sha256Hex(utf8) };
+    if (byteLength(JSON.stringify(text)) <= LIMITS.max_inline_result_json_bytes) return { storage: "inline", size_bytes: size, text, sha256: sha256Hex(utf8) };
   }
   return { storage: "spool", size_bytes: size, preview: resultPreview(utf8) };
 }
 
-/** The first 65,536 bytes of a result, cut back to the last complete character. */
+/** The first `result_preview_bytes` of a result, cut back to the last complete character. */
 export function resultPreview(utf8: Uint8Array): string {
-  return decoder.decode(utf8.subarray(0, safePrefixLength(utf8, RESULT_PREVIEW_BYTES)));
+  return decoder.decode(utf8.subarray(0, safePrefixLength(utf8, LIMITS.result_preview_bytes)));
 }
 
 export const resultsDir = (stateDir: string): string => join(stateDir, "results");
@@ -119,7 +114,7 @@ function openResultsDir(stateDir: string, create: boolean): number | null {
   const dir = resultsDir(stateDir);
   if (create) {
     try {
-      mkdirSync(dir, { mode: 0o700 });
+      mkdirSync(dir, { mode: PRIVATE_DIR });
     } catch (e) {
       if (osCode(e) !== "EEXIST") throw storageError("the result directory could not be created");
     }
@@ -189,7 +184,7 @@ function writeAll(fd: number, bytes: Uint8Array): void {
 function chmodPrivateAt(dirFd: number, name: string): void {
   const fd = openSync(at(dirFd, name), READ_FLAGS);
   try {
-    fchmodSync(fd, PRIVATE_FILE_MODE);
+    fchmodSync(fd, PRIVATE_FILE);
   } finally {
     closeSync(fd);
   }
@@ -197,7 +192,9 @@ function chmodPrivateAt(dirFd: number, name: string): void {
 
 export function writeSpool(stateDir: string, taskId: string, bytes: Uint8Array): SpoolWritten {
   requireTaskId(taskId);
-  if (bytes.length > MAX_SPOOLED_RESULT_BYTES) throw new ServerFsError("AGENT_RESULT_TOO_LARGE", "the final response is over 8 MiB");
+  if (bytes.length > LIMITS.max_spooled_result_bytes) {
+    throw new ServerFsError("AGENT_RESULT_TOO_LARGE", `the final response is over ${byteSize(LIMITS.max_spooled_result_bytes)}`);
+  }
   const sha256 = sha256Hex(bytes);
   withResultsDir(stateDir, true, (dirFd) => {
     const dir = dirFd!;
@@ -206,12 +203,12 @@ export function writeSpool(stateDir: string, taskId: string, bytes: Uint8Array):
     let created = false;
     let published = false;
     try {
-      const fd = openSync(at(dir, temp), TEMP_FLAGS, PRIVATE_FILE_MODE);
+      const fd = openSync(at(dir, temp), TEMP_FLAGS, PRIVATE_FILE);
       created = true;
       try {
         writeAll(fd, bytes);
         fsyncSync(fd);
-        fchmodSync(fd, PRIVATE_FILE_MODE);
+        fchmodSync(fd, PRIVATE_FILE);
       } finally {
         closeSync(fd);
       }
@@ -333,8 +330,8 @@ function decodeChunk(bytes: Uint8Array): { text: string; length: number } {
 
 export function readSpoolChunk(stateDir: string, taskId: string, expectedSize: number, offsetBytes: number, maxBytes: number): ResultChunk {
   requireTaskId(taskId);
-  if (!Number.isSafeInteger(maxBytes) || maxBytes < 1 || maxBytes > MAX_RESULT_CHUNK_BYTES) {
-    throw new ServerFsError("INVALID_RESULT_LIMIT", `max_bytes is out of range (1..${MAX_RESULT_CHUNK_BYTES})`);
+  if (!Number.isSafeInteger(maxBytes) || maxBytes < 1 || maxBytes > LIMITS.max_result_chunk_bytes) {
+    throw new ServerFsError("INVALID_RESULT_LIMIT", `max_bytes is out of range (1..${LIMITS.max_result_chunk_bytes})`);
   }
   if (!Number.isSafeInteger(offsetBytes) || offsetBytes < 0) throw new ServerFsError("INVALID_RESULT_OFFSET", "offset_bytes is out of range (>=0)");
   const fd = withResultsDir(stateDir, false, (dirFd) => {

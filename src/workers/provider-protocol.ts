@@ -3,6 +3,8 @@
  * child process and its stream; the main thread owns state decisions that touch a human, a guard,
  * a lease or a timer. Calls are comlink messages, so every value here is structured-cloneable.
  */
+import type { LogLevelSetting } from "../shared/audit.ts";
+import type { Profile } from "../shared/config/schema.ts";
 import type { VerifiedStartDir } from "../shared/fs/start-directory.ts";
 import type { GroupVerdict } from "../shared/process-group.ts";
 import type { NativeFacts, Outcome } from "./providers/types.ts";
@@ -18,7 +20,7 @@ export interface RunSpec {
   /** The start directory's identity as verified at submit; the provider's cwd must match it. */
   startDir: VerifiedStartDir;
   prompt: string;
-  profile: "review" | "workspace-write";
+  profile: Profile;
   continueNativeSessionId: string | null;
   mark: string;
   /** Workdir roots (configured and real path) for host-path redaction. */
@@ -48,16 +50,16 @@ export interface ProviderHost {
   outcome(taskId: string, outcome: ReportedOutcome): Promise<void>;
 }
 
-/** How the run ended as a process: whether the worker saw the leader exit. */
+/** How the run went as a process: whether it started, and the group the Bridge checks afterwards. */
 export interface RunReport {
   started: boolean;
-  leaderExited: boolean;
   pgid: number | null;
   startTime: number | null;
 }
 
 export interface ProviderWorkerApi {
-  init(stateDir: string): Promise<void>;
+  /** Opens the worker's own store; its dropped service events are logged at `logLevel`. */
+  init(stateDir: string, logLevel: LogLevelSetting): Promise<void>;
   run(spec: RunSpec, host: ProviderHost): Promise<RunReport>;
   /** The finally path's step 1 for a run (`proveStopped` of src/shared/process-group.ts), in the worker. */
   proveStopped(pgid: number | null, startTime: number | null, mark: string | null, stopRequested: boolean): Promise<GroupVerdict>;

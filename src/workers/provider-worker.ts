@@ -4,18 +4,17 @@
  * records native ids and the process group. Decisions that touch a human, a guard, a lease or a
  * timer go back to the task service through the proxied `ProviderHost`.
  */
-import type { Database } from "bun:sqlite";
 import * as Comlink from "comlink";
+import { AuditLog } from "../shared/audit.ts";
 import { exposeApi } from "../shared/comlink-worker.ts";
 import type { ConfigFile } from "../shared/config/schema.ts";
+import { byteSize } from "../shared/byte-size.ts";
 import { type ErrorCode, ServerFsError } from "../shared/errors.ts";
+import { LIMITS } from "../shared/limits.ts";
 import { normalizeAbsolute, Redactor, WORKDIR_MARK } from "../shared/redact.ts";
 import { proveStopped } from "../shared/process-group.ts";
 import { isStorageFault } from "../shared/storage-fault.ts";
-import { appendEvents } from "../shared/store/events.ts";
-import { openDatabase } from "../shared/store/open.ts";
-import { MAX_SPOOLED_RESULT_BYTES } from "../shared/spool.ts";
-import { endTask, recordProvider, transition } from "../shared/store/tasks.ts";
+import { Store } from "../shared/store/index.ts";
 import { byteLength, encoder } from "../shared/utf8.ts";
 import { autoDeclinedEvent, outsideWorkdir } from "./auto-decline.ts";
 import { DEFAULT_BATCHING, EventBatcher, type PendingEvent } from "./event-batcher.ts";
@@ -29,7 +28,7 @@ interface LiveRun {
   cancelled: () => void;
 }
 
-let db: Database | null = null;
+let db: Store | null = null;
 let adapters = new Map<string, RuntimeAdapter>();
 let providerEnv: Record<string, string | undefined> = {};
 let idleSeconds: Record<string, number> = {};
@@ -37,7 +36,7 @@ let idleSeconds: Record<string, number> = {};
 const idleTimeoutMs = (runtime: string): number => (idleSeconds[runtime] ?? 0) * 1000;
 const runs = new Map<string, LiveRun>();
 
-const store = (): Database => {
+const store = (): Store => {
   if (!db) throw new ServerFsError("BRIDGE_PROTOCOL_ERROR", "the provider worker is not initialized");
   return db;
 };
@@ -50,16 +49,19 @@ const store = (): Database => {
  */
 function keepBytes(roots: readonly string[]): number {
   const longest = Math.max(0, ...roots.map((r) => normalizeAbsolute(r).length));
-  return Math.ceil(MAX_SPOOLED_RESULT_BYTES * Math.max(1, longest / WORKDIR_MARK.length));
+  return Math.ceil(LIMITS.max_spooled_result_bytes * Math.max(1, longest / WORKDIR_MARK.length));
 }
 
-const tooLarge = (): ReportedOutcome => ({ kind: "failed", code: "AGENT_RESULT_TOO_LARGE", message: "the final response is larger than 8 MiB" });
+const tooLarge = (): ReportedOutcome => ({
+  kind: "failed",
+  code: "AGENT_RESULT_TOO_LARGE",
+  message: `the final response is larger than ${byteSize(LIMITS.max_spooled_result_bytes)}`,
+});
 
 /** The code a batch ends the run with: a broken event limit, or a store that cannot take the batch. */
 function commitBatch(taskId: string, events: PendingEvent[]): ErrorCode | null {
   try {
-    const r = appendEvents(
-      store(),
+    const r = store().appendProviderBatch(
       taskId,
       events.map((e) => ({ type: e.event_type, payload: e.payload })),
     );
@@ -71,12 +73,12 @@ function commitBatch(taskId: string, events: PendingEvent[]): ErrorCode | null {
 }
 
 async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
-  const notStarted: RunReport = { started: false, leaderExited: true, pgid: null, startTime: null };
+  const notStarted: RunReport = { started: false, pgid: null, startTime: null };
   const adapter = adapters.get(spec.runtime);
-  if (!transition(store(), spec.taskId, "starting", { from: ["queued"] })) return notStarted;
+  if (!store().transition(spec.taskId, "starting", { from: ["queued"] })) return notStarted;
   if (!adapter) {
     const error = { code: "AGENT_RUNTIME_UNAVAILABLE" as const, message: "the runtime is not enabled" };
-    endTask(store(), spec.taskId, { to: "failed", error });
+    store().endTask(spec.taskId, { to: "failed", error });
     return notStarted;
   }
 
@@ -152,7 +154,7 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
     },
     recordNative: async (n) => {
       Object.assign(facts, n);
-      recordProvider(store(), spec.taskId, {
+      store().recordProvider(spec.taskId, {
         pgid: n.pgid ?? null,
         startTime: n.startTime ?? null,
         nativeSessionId: n.sessionId ?? null,
@@ -164,7 +166,7 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
     // the task running (docs/task-model.md#execution steps 3–4), so a running task always takes steering.
     started: () => {
       batcher.flush();
-      transition(store(), spec.taskId, "running", {
+      store().transition(spec.taskId, "running", {
         events: [{ type: "task.started", payload: { runtime: spec.runtime } }],
       });
       host.eventsCommitted(spec.taskId);
@@ -181,10 +183,10 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
   });
   await Promise.race([delivered, cancelled]);
   idle.stop();
-  const leaderExited = await handle.closeAndWait(10_000);
+  await handle.closeAndWait(10_000);
   batcher.flush();
   runs.delete(spec.taskId);
-  return { started: true, leaderExited, pgid: handle.pgid, startTime: facts.startTime ?? null };
+  return { started: true, pgid: handle.pgid, startTime: facts.startTime ?? null };
 }
 
 /**
@@ -200,7 +202,7 @@ function finalOutcome(outcome: Outcome, brokenBy: ErrorCode | null, redactor: Re
   if (outcome.kind === "final") {
     if (byteLength(outcome.text) > keep) return tooLarge();
     const text = redactor.redactText(outcome.text);
-    if (byteLength(text) > MAX_SPOOLED_RESULT_BYTES) return tooLarge();
+    if (byteLength(text) > LIMITS.max_spooled_result_bytes) return tooLarge();
     // encoded once, here; the buffer is transferred, not copied (ReportedOutcome)
     return { kind: "final", utf8: encoder.encode(text) };
   }
@@ -209,8 +211,8 @@ function finalOutcome(outcome: Outcome, brokenBy: ErrorCode | null, redactor: Re
 }
 
 const api: ProviderWorkerApi & { configure(file: Pick<ConfigFile, "bridge" | "runtimes">, options: RuntimeOptions): void } = {
-  async init(stateDir) {
-    db = openDatabase(stateDir);
+  async init(stateDir, logLevel) {
+    db = Store.open(stateDir, { log: new AuditLog(logLevel) });
   },
   configure(file, options) {
     adapters = createAdapters(file, options);

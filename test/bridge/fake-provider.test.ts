@@ -472,29 +472,3 @@ describe("docs/runtimes.md process model: the line reader", () => {
     expect(outcome).toMatchObject({ kind: "failed", code: "AGENT_PROVIDER_ERROR", stderrTail: "went wrong\n" });
   });
 });
-
-describe("reconcile through the adapter", () => {
-  test("a finished run's group reads gone: SESSION_RESUMABLE with a session, NOT_RECOVERABLE without", async () => {
-    const { r } = await outcomeOf("complete:x");
-    const evidence = { pgid: r.handle.pgid, startTime: r.natives[0]!.startTime!, mark: r.mark };
-    expect(adapter.reconcile({ ...evidence, nativeSessionId: `fake-session-${r.taskId}` })).toEqual({
-      status: "SESSION_RESUMABLE",
-      providerActive: false,
-    });
-    expect(adapter.reconcile({ ...evidence, nativeSessionId: null })).toEqual({ status: "NOT_RECOVERABLE", providerActive: false });
-  });
-
-  test("a live run is UNKNOWN and active; no evidence at all is UNKNOWN and null", async () => {
-    const r = run("wait:");
-    await Bun.sleep(200);
-    const evidence = { pgid: r.handle.pgid, startTime: r.natives[0]!.startTime!, mark: r.mark, nativeSessionId: null };
-    expect(adapter.reconcile(evidence)).toEqual({ status: "UNKNOWN", providerActive: true });
-    expect(adapter.reconcile({ pgid: null, startTime: null, mark: null, nativeSessionId: "s" })).toEqual({
-      status: "UNKNOWN",
-      providerActive: null,
-    });
-    r.handle.cancel();
-    await r.outcome;
-    await finish(r);
-  });
-});

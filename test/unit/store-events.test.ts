@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { isServerFsError } from "../../src/shared/errors.ts";
-import type { EventInput, Store } from "../../src/shared/store/index.ts";
+import { AuditLog } from "../../src/shared/audit.ts";
+import { type EventInput, Store } from "../../src/shared/store/index.ts";
 import { insert, openStore, running, type StoreFixture } from "./store-fixtures.ts";
 
 let fx: StoreFixture;
@@ -118,6 +119,23 @@ describe("appending and limits", () => {
     expect(r.task.status).toBe("cancelled");
     expect(r.events).toMatchObject({ appended: 1, broke: "AGENT_EVENT_TOO_LARGE" });
     expect(types(id)).toEqual(["task.cancelled"]);
+  });
+
+  test("with a log, a dropped service event is logged by whichever store dropped it; a provider batch's break is not", () => {
+    const lines: string[] = [];
+    const logged = Store.open(fx.stateDir, { log: new AuditLog("info", { write: (line) => lines.push(line) }) });
+    try {
+      const id = running(store);
+      logged.appendProviderBatch(id, many(9_999));
+      expect(logged.appendProviderBatch(id, many(2)).broke).toBe("AGENT_EVENT_LIMIT_REACHED");
+      expect(lines).toEqual([]);
+      logged.endTask(id, { to: "cancelled" });
+      expect(lines.map((l) => JSON.parse(l) as Record<string, unknown>)).toEqual([
+        expect.objectContaining({ level: "WARN", event: "service_event_dropped", task_id: id, error_code: "AGENT_EVENT_LIMIT_REACHED" }),
+      ]);
+    } finally {
+      logged.close();
+    }
   });
 
   test("provider events for a terminal or unknown task are discarded; reconciliation events may still be appended", () => {

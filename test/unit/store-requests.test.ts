@@ -15,7 +15,7 @@ const APPROVAL = { category: "command", title: "run the tests", available_decisi
 const QUESTION = {
   questions: [{ question_id: "q1", prompt: "which?", options: [{ option_id: "a", label: "A" }], multi_select: false, allow_free_text: false }],
 };
-const APPROVE = { decision: "approve_once", granted_permission_ids: [] };
+const APPROVE = { decision: "approve_once" as const, granted_permission_ids: [] };
 const ANSWER = { answers: [{ question_id: "q1", selected_option_ids: ["a"] }] };
 
 function codeOf(fn: () => unknown): string | undefined {

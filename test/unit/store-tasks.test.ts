@@ -71,11 +71,11 @@ describe("submission step 13.5 insert", () => {
   });
 
   test("AGENT_TASK_LIMIT_REACHED when the active count is already at the limit; terminal tasks do not count", () => {
-    const active = store.countActive();
+    const active = store.listActive().length;
     expect(codeOf(() => store.insertTask(newTask(), active))).toBe("AGENT_TASK_LIMIT_REACHED");
     const id = insert(store);
     store.transition(id, "cancelled");
-    expect(store.countActive()).toBe(active);
+    expect(store.listActive()).toHaveLength(active);
     expect(store.insertTask(newTask(), active + 1).kind).toBe("inserted");
   });
 
@@ -154,7 +154,7 @@ describe("task.list and active listing", () => {
 
   test("active tasks are listed oldest first by created_at and counted; terminal ones are not", () => {
     expect(own.store.listActive().map((t) => t.task_id)).toEqual(newestFirst().slice(1).reverse());
-    expect(own.store.countActive()).toBe(4);
+    expect(own.store.listActive()).toHaveLength(4);
   });
 });
 

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { ServerFsError } from "../../shared/errors.ts";
 import { tryLockExclusive, unlock } from "../../shared/ffi/libc.ts";
 import { O_CLOEXEC } from "../../shared/fs/dir-handle.ts";
+import { PRIVATE_FILE } from "../../shared/fs/modes.ts";
 
 export interface InstanceLock {
   /** When this instance took the lock (leftover temp files older than this are a crash's). */
@@ -18,7 +19,7 @@ export interface InstanceLock {
 export function acquireInstanceLock(stateDir: string): InstanceLock {
   let fd: number;
   try {
-    fd = openSync(join(stateDir, "bridge.lock"), constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | O_CLOEXEC, 0o600);
+    fd = openSync(join(stateDir, "bridge.lock"), constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | O_CLOEXEC, PRIVATE_FILE);
   } catch {
     throw new ServerFsError("STATE_DIR_UNSAFE", "the instance lock file cannot be opened");
   }
@@ -26,7 +27,7 @@ export function acquireInstanceLock(stateDir: string): InstanceLock {
     closeSync(fd);
     throw new ServerFsError("STATE_DIR_UNSAFE", "the instance lock is not a regular file");
   }
-  fchmodSync(fd, 0o600);
+  fchmodSync(fd, PRIVATE_FILE);
   const r = tryLockExclusive(fd);
   if (r !== "locked") {
     closeSync(fd);

@@ -9,6 +9,7 @@ import { AuditLog } from "../../shared/audit.ts";
 import { type StartedWorker, startWorker } from "../../shared/comlink-worker.ts";
 import { type Config, ConfigError, groupSharing, loadConfig } from "../../shared/config/load.ts";
 import { ServerFsError } from "../../shared/errors.ts";
+import { PRIVATE_DIR } from "../../shared/fs/modes.ts";
 import { removeLeftoverGuardTemps } from "../../shared/leases/guard-files.ts";
 import type { SweepFinding } from "../../shared/leases/reconcile-verdict.ts";
 import { ensurePrivateDir, prepareLockDir } from "../../shared/leases/lock-files.ts";
@@ -48,7 +49,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
   const sharingGid = groupSharing(config);
 
   // the operator's own directory, named for the operator: this error goes to the Bridge's stderr only
-  ensurePrivateDir(stateDir, 0o700, null, (phrase) => new ServerFsError("STATE_DIR_UNSAFE", `bridge.state_dir ${stateDir}: ${phrase}`));
+  ensurePrivateDir(stateDir, PRIVATE_DIR, null, (phrase) => new ServerFsError("STATE_DIR_UNSAFE", `bridge.state_dir ${stateDir}: ${phrase}`));
   const instance: InstanceLock = acquireInstanceLock(stateDir);
   const workers: StartedWorker<object>[] = [];
   let store: Store | null = null;
@@ -58,7 +59,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
       onMigrated: (from) => {
         if (from !== "current") audit.info("schema_migrated", { from, to: "v0.7" });
       },
-      onEventDropped: (taskId, code) => audit.warn("service_event_dropped", { task_id: taskId, error_code: code }),
+      log: audit,
     });
     prepareLockDir(lockDir, sharingGid);
     removeLeftoverGuardTemps(lockDir, instance.acquiredAtMs);
@@ -71,7 +72,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
     const startProvider = async () => {
       const w = startWorker<ProviderWorker>(workerUrl("provider-worker"), lost("provider"));
       workers.push(w);
-      await w.remote.init(stateDir);
+      await w.remote.init(stateDir, config.server.log_level);
       await w.remote.configure({ bridge: config.file.bridge, runtimes: config.file.runtimes }, options);
       return w;
     };

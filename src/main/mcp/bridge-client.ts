@@ -20,16 +20,17 @@ import { createConnection } from "node:net";
 import { resolve } from "node:path";
 import * as v from "valibot";
 import { keySetMatches } from "../../shared/bridge-protocol/check.ts";
+import { byteSize } from "../../shared/byte-size.ts";
 import {
   ErrorBodySchema,
   ErrorResponseSchema,
   isJsonObject,
-  MAX_LINE_BYTES,
   PROTOCOL_VERSION,
   SuccessResponseSchema,
 } from "../../shared/bridge-protocol/envelope.ts";
 import type { Method, ParamsInput } from "../../shared/bridge-protocol/methods.ts";
 import { type Config, expandHome } from "../../shared/config/load.ts";
+import { LIMITS } from "../../shared/limits.ts";
 import { RelayedError, ServerFsError } from "../../shared/errors.ts";
 import { decodeStrict } from "../../shared/utf8.ts";
 
@@ -93,7 +94,7 @@ export class BridgeClient {
   ): Promise<R> {
     const requestId = newRpcRequestId();
     const line = Buffer.from(JSON.stringify({ protocol_version: PROTOCOL_VERSION, request_id: requestId, method, params }), "utf8");
-    if (line.length > MAX_LINE_BYTES) throw new ServerFsError("REQUEST_TOO_LARGE", "the request is over 1 MiB");
+    if (line.length > LIMITS.max_line_bytes) throw new ServerFsError("REQUEST_TOO_LARGE", `the request is over ${byteSize(LIMITS.max_line_bytes)}`);
     try {
       const response = await exchange(this.options.socketPath, line, this.options.timeoutMs + (options.extraTimeoutMs ?? 0), options.signal);
       return this.interpret(response, requestId, options.result);
@@ -175,7 +176,7 @@ function exchange(socketPath: string, line: Buffer, timeoutMs: number, signal: A
       const head = nl === -1 ? chunk : chunk.subarray(0, nl);
       chunks.push(head);
       received += head.length;
-      if (received > MAX_LINE_BYTES) settle(malformed("the Bridge's response is over 1 MiB"));
+      if (received > LIMITS.max_line_bytes) settle(malformed(`the Bridge's response is over ${byteSize(LIMITS.max_line_bytes)}`));
       else if (nl !== -1) settle(Buffer.concat(chunks));
     });
     socket.on("error", () => {

@@ -19,6 +19,7 @@ import { dirname, isAbsolute } from "node:path";
 import * as v from "valibot";
 import { type Config, ConfigError, expandHome, groupSharing, loadConfig } from "../../shared/config/load.ts";
 import { ServerFsError } from "../../shared/errors.ts";
+import { dirMode, fileMode, octal, ownUid, PRIVATE_DIR, permissionBits } from "../../shared/fs/modes.ts";
 import { activeDir, guardedSlots, readGuard } from "../../shared/leases/guard-files.ts";
 import { lockPath, SLOTS, slotName } from "../../shared/leases/lock-files.ts";
 import { isTerminal } from "../../shared/store/task-states.ts";
@@ -67,8 +68,6 @@ interface GuardFact {
 }
 
 const line = (verdict: Verdict, check: string, reason: string): CheckLine => ({ verdict, check, reason });
-const uid = () => process.getuid!();
-const octal = (mode: number) => `0${(mode & 0o7777).toString(8)}`;
 
 export function runDoctor(configPath: string | undefined): Promise<number> {
   return runCommand(() => doctor(configPath));
@@ -146,17 +145,17 @@ function privateDirCheck(check: string, path: string, mode: number, gid: number 
   if (st === null) return line("warn", check, `${path} does not exist yet; the Bridge creates it at start`);
   if (st.isSymbolicLink()) return line("fail", check, `${path} is a symbolic link; the Bridge refuses it`);
   if (!st.isDirectory()) return line("fail", check, `${path} is not a directory`);
-  if (st.uid !== uid()) return line("fail", check, `${path} belongs to another user (uid ${st.uid})`);
-  if ((st.mode & 0o7777) !== mode) return line("fail", check, `${path} has mode ${octal(st.mode)}; it must be ${octal(mode)}`);
+  if (st.uid !== ownUid()) return line("fail", check, `${path} belongs to another user (uid ${st.uid})`);
+  if (permissionBits(st.mode) !== mode) return line("fail", check, `${path} has mode ${octal(st.mode)}; it must be ${octal(mode)}`);
   if (gid !== null && st.gid !== gid) return line("fail", check, `${path} belongs to group ${st.gid}; sharing needs group ${gid}`);
   return line("ok", check, `${path} is private (mode ${octal(mode)}, yours)`);
 }
 
 function directoryChecks(config: Config): CheckLine[] {
   const gid = groupSharing(config);
-  const shared = gid === null ? 0o700 : 0o750;
+  const shared = dirMode(gid);
   const { stateDir, lockDir, socketPath } = config.bridge;
-  const checks = [privateDirCheck("state_dir", stateDir, 0o700, null), privateDirCheck("lock_dir", lockDir, shared, gid)];
+  const checks = [privateDirCheck("state_dir", stateDir, PRIVATE_DIR, null), privateDirCheck("lock_dir", lockDir, shared, gid)];
   if (lstatOrNull(lockDir)?.isDirectory()) checks.push(privateDirCheck("lock_dir/active", activeDir(lockDir), shared, gid));
   checks.push(privateDirCheck("socket directory", dirname(socketPath), shared, gid));
   return checks;
@@ -166,8 +165,8 @@ function lockFileProblem(st: Stats | null, mode: number, gid: number | null): st
   if (st === null) return "is missing (MCP writes to this slot fail until the Bridge recreates it at start)";
   if (st.isSymbolicLink()) return "is a symbolic link";
   if (!st.isFile()) return "is not a regular file";
-  if (st.uid !== uid()) return `belongs to another user (uid ${st.uid})`;
-  if ((st.mode & 0o7777) !== mode) return `has mode ${octal(st.mode)}; it must be ${octal(mode)}`;
+  if (st.uid !== ownUid()) return `belongs to another user (uid ${st.uid})`;
+  if (permissionBits(st.mode) !== mode) return `has mode ${octal(st.mode)}; it must be ${octal(mode)}`;
   if (gid !== null && st.gid !== gid) return `belongs to group ${st.gid}; sharing needs group ${gid}`;
   return null;
 }
@@ -176,7 +175,7 @@ function lockFileChecks(config: Config): CheckLine[] {
   const { lockDir } = config.bridge;
   if (!lstatOrNull(lockDir)?.isDirectory()) return [line("warn", "lock files", "not created yet; the Bridge creates all 16 at start")];
   const gid = groupSharing(config);
-  const mode = gid === null ? 0o600 : 0o640;
+  const mode = fileMode(gid);
   const problems = SLOTS.flatMap((slot) => {
     const problem = lockFileProblem(lstatOrNull(lockPath(lockDir, slot)), mode, gid);
     return problem === null ? [] : [line("fail", `lock file ${slotName(slot)}.lock`, problem)];
@@ -208,7 +207,7 @@ function bridgeCheck(config: Config, bridge: BridgeState): CheckLine {
       return line(
         "fail",
         "bridge",
-        `answers on ${socketPath} but refuses this user (uid ${uid()}, gid ${process.getgid!()}); see bridge.allowed_peer_uid and allowed_peer_gid`,
+        `answers on ${socketPath} but refuses this user (uid ${ownUid()}, gid ${process.getgid!()}); see bridge.allowed_peer_uid and allowed_peer_gid`,
       );
     case "broken":
       return line("fail", "bridge", `answers on ${socketPath} but not as expected (${bridge.error.toText()})`);

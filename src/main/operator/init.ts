@@ -12,6 +12,7 @@ import { findConfigFile, loadConfig, userConfigPath } from "../../shared/config/
 import { suggestion } from "../../shared/did-you-mean.ts";
 import { ServerFsError } from "../../shared/errors.ts";
 import { writePrivateFile } from "../../shared/fs/private-file.ts";
+import { PRIVATE_DIR } from "../../shared/fs/modes.ts";
 import { ensurePrivateDir, prepareLockDir } from "../../shared/leases/lock-files.ts";
 import { booleanFlag, type ParsedArgs, UsageError } from "../args.ts";
 import { runDoctor } from "./doctor.ts";
@@ -44,8 +45,8 @@ export async function runInit(args: ParsedArgs, configPath: string | undefined):
   writePrivateFile(target, starterConfig(workdirs));
   const config = loadConfig({ role: "bridge", configPath: target });
   const unsafe = (phrase: string) => new ServerFsError("STATE_DIR_UNSAFE", phrase);
-  ensurePrivateDir(config.bridge.stateDir, 0o700, null, unsafe);
-  ensurePrivateDir(dirname(config.bridge.socketPath), 0o700, null, unsafe);
+  ensurePrivateDir(config.bridge.stateDir, PRIVATE_DIR, null, unsafe);
+  ensurePrivateDir(dirname(config.bridge.socketPath), PRIVATE_DIR, null, unsafe);
   prepareLockDir(config.bridge.lockDir, null);
 
   printLine(`wrote ${target}`);

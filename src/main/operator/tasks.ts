@@ -14,6 +14,7 @@
 import * as v from "valibot";
 import { loadConfig } from "../../shared/config/load.ts";
 import { isServerFsError } from "../../shared/errors.ts";
+import { LIMITS } from "../../shared/limits.ts";
 import { isTerminal, TASK_STATUSES } from "../../shared/store/task-states.ts";
 import { cutUtf8 } from "../../shared/utf8.ts";
 import { booleanFlag, intFlag, type ParsedArgs, stringFlag, UsageError } from "../args.ts";
@@ -27,8 +28,7 @@ type TaskEvent = v.InferOutput<typeof EventsResult>["events"][number];
 
 const TaskListResult = v.looseObject({ tasks: v.array(TaskResult), next_before_task_id: v.nullable(v.string()) });
 
-/** docs/bridge-rpc.md#taskevents bounds: a page holds at most 500 events; a long poll waits at most 25 s. */
-const PAGE_LIMIT = 500;
+/** How long one `tail` long poll waits, below the Bridge's `max_wait_ms` (limits.ts). */
 const TAIL_WAIT_MS = 20_000;
 /** How much of a final response `show` prints; the whole text is the MCP client's to read. */
 const PREVIEW_BYTES = 1024;
@@ -61,7 +61,7 @@ export async function runTasks(args: ParsedArgs, configPath: string | undefined)
   if (wantsId && taskId === undefined) throw new UsageError(`tasks ${sub} needs a task id`, "tasks");
   if (!wantsId && sub !== "list") throw new UsageError(sub === undefined ? "tasks needs list, show, events or tail" : `unknown tasks command ${sub}${suggestion(sub, TASKS_SUBCOMMANDS)}`, "tasks");
 
-  const limit = intFlag(args, "--limit", 1, PAGE_LIMIT, "tasks");
+  const limit = intFlag(args, "--limit", 1, sub === "list" ? LIMITS.max_task_page : LIMITS.max_event_page, "tasks");
   const after = intFlag(args, "--after", 0, Number.MAX_SAFE_INTEGER, "tasks") ?? 0;
   const statusFilter = stringFlag(args, "--status");
   if (statusFilter !== undefined && !(TASK_STATUSES as readonly string[]).includes(statusFilter)) {
@@ -123,7 +123,7 @@ async function listTasks(client: BridgeClient, statusFilter: string | null, limi
 }
 
 async function list(client: BridgeClient, statusFilter: string | null, limit: number | undefined, json: boolean): Promise<number> {
-  const page = await listTasks(client, statusFilter, limit ?? 100);
+  const page = await listTasks(client, statusFilter, limit ?? LIMITS.default_page);
   if (json) {
     printJson({ tasks: page.tasks.map(withoutResponse), next_before_task_id: page.next_before_task_id });
     return 0;
@@ -134,7 +134,7 @@ async function list(client: BridgeClient, statusFilter: string | null, limit: nu
   }
   const rows = page.tasks.map((t) => [t.task_id, status(t.status), t.runtime, t.workdir_alias, t.profile, t.created_at, t.error_code ?? ""]);
   for (const line of table(rows, ["TASK", "STATUS", "RUNTIME", "WORKDIR", "PROFILE", "CREATED", "ERROR"])) printLine(line);
-  if (page.next_before_task_id !== null) printLine(paint("dim", `(older tasks not shown; --limit goes up to ${PAGE_LIMIT})`));
+  if (page.next_before_task_id !== null) printLine(paint("dim", `(older tasks not shown; --limit goes up to ${LIMITS.max_task_page})`));
   return 0;
 }
 
@@ -261,7 +261,7 @@ const eventLine = (n: number, e: TaskEvent) =>
 async function countThrough(client: BridgeClient, taskId: string, after: number): Promise<number> {
   let n = 0;
   for (let cursor = 0; cursor < after; ) {
-    const page = await eventsPage(client, taskId, cursor, PAGE_LIMIT);
+    const page = await eventsPage(client, taskId, cursor, LIMITS.max_event_page);
     const upTo = page.events.filter((e) => e.event_id <= after);
     n += upTo.length;
     if (upTo.length < page.events.length || page.events.length === 0) break;
@@ -275,7 +275,7 @@ async function events(client: BridgeClient, taskId: string, after: number, limit
   let cursor = after;
   let correlationId: string | null = null;
   for (;;) {
-    const want = limit === undefined ? PAGE_LIMIT : Math.min(PAGE_LIMIT, limit - collected.length);
+    const want = limit === undefined ? LIMITS.max_event_page : Math.min(LIMITS.max_event_page, limit - collected.length);
     const page = await eventsPage(client, taskId, cursor, want);
     correlationId = page.correlation_id;
     collected.push(...page.events);
@@ -327,9 +327,9 @@ async function tail(client: BridgeClient, taskId: string, after: number, json: b
         waiting = true;
       }
       // once terminal nothing new is awaited: drain what is there without waiting, then stop
-      const page = await eventsPage(client, taskId, cursor, PAGE_LIMIT, terminal ? 0 : TAIL_WAIT_MS);
+      const page = await eventsPage(client, taskId, cursor, LIMITS.max_event_page, terminal ? 0 : TAIL_WAIT_MS);
       emit(page.events);
-      if (page.events.length === PAGE_LIMIT) continue;
+      if (page.events.length === LIMITS.max_event_page) continue;
       if (terminal) break;
       task = await getTask(client, taskId);
     }

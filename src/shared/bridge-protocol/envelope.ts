@@ -1,7 +1,7 @@
 /**
  * The Bridge RPC envelope, protocol 1 (docs/bridge-rpc.md#socket-and-framing, #envelope), shared by the Bridge's server and the
  * MCP role's client. Offers:
- * - `PROTOCOL_VERSION`, `MAX_LINE_BYTES` (request and response lines, LF not counted);
+ * - `PROTOCOL_VERSION` (the line limit is `max_line_bytes` in limits.ts);
  * - `RequestEnvelopeSchema` / `RequestEnvelope`: the four top-level keys and their JSON types;
  * - `SuccessResponseSchema`, `ErrorResponseSchema`, `ErrorBodySchema` and their types: the two
  *   response shapes, exactly three keys each;
@@ -11,9 +11,6 @@ import * as v from "valibot";
 import { ERROR_CODE_PATTERN } from "../errors.ts";
 
 export const PROTOCOL_VERSION = 1;
-
-/** Largest request or response line in bytes, not counting its LF (docs/bridge-rpc.md#limits). */
-export const MAX_LINE_BYTES = 1_048_576;
 
 export function isJsonObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);

@@ -11,6 +11,7 @@
  * are safe integers (booleans and strings are never numbers in valibot).
  */
 import * as v from "valibot";
+import { LIMITS } from "../limits.ts";
 
 const string = v.string();
 const integer = v.pipe(v.number(), v.safeInteger());
@@ -32,13 +33,13 @@ export const METHOD_PARAMS = {
   "task.events": v.strictObject({
     task_id: string,
     after_event_id: v.optional(integer, 0),
-    limit: v.optional(integer, 100),
+    limit: v.optional(integer, LIMITS.default_page),
     wait_ms: v.optional(integer, 0),
   }),
   "task.result.read": v.strictObject({
     task_id: string,
     offset_bytes: v.optional(integer, 0),
-    max_bytes: v.optional(integer, 65_536),
+    max_bytes: v.optional(integer, LIMITS.max_result_chunk_bytes),
   }),
   "task.approval.respond": v.strictObject({
     task_id: string,
@@ -50,7 +51,7 @@ export const METHOD_PARAMS = {
   "task.question.answer": v.strictObject({ task_id: string, request_id: string, answers: v.array(v.unknown()) }),
   "task.message.send": v.strictObject({ task_id: string, message: string }),
   "task.cancel": v.strictObject({ task_id: string }),
-  "task.list": v.strictObject({ status: stringOrNull, limit: v.optional(integer, 100), before_task_id: stringOrNull }),
+  "task.list": v.strictObject({ status: stringOrNull, limit: v.optional(integer, LIMITS.default_page), before_task_id: stringOrNull }),
   "recovery.list": v.strictObject({}),
   "recovery.clear": v.strictObject({ slot: integer, confirm: v.boolean() }),
 } as const;

@@ -208,7 +208,7 @@ function runtimeEnabled(file: ConfigFile, name: RuntimeName): boolean {
 }
 
 const MODE_RANK: Record<AgentMode, number> = { disabled: 0, review: 1, "workspace-write": 2 };
-export const modeRank = (mode: AgentMode | "review" | "workspace-write") => MODE_RANK[mode];
+export const modeRank = (mode: AgentMode) => MODE_RANK[mode];
 
 function crossCheck(file: ConfigFile, workdirs: Workdir[]): void {
   const slots = new Map<number, number>();

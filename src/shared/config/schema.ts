@@ -13,6 +13,8 @@ const strings = () => v.array(v.string());
 export const AGENT_MODES = ["disabled", "review", "workspace-write"] as const;
 export const RUNTIME_NAMES = ["codex", "claude", "fake"] as const;
 export type AgentMode = (typeof AGENT_MODES)[number];
+/** What a task runs with: an agent mode that allows a task at all (docs/task-model.md#submission). */
+export type Profile = Exclude<AgentMode, "disabled">;
 export type RuntimeName = (typeof RUNTIME_NAMES)[number];
 
 /** The per-workdir policy keys; `[defaults]` holds all of them, a workdir any subset. */

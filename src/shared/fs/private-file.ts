@@ -6,11 +6,12 @@
 import { closeSync, constants, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 import { random16Hex } from "../ids.ts";
+import { PRIVATE_DIR, PRIVATE_FILE } from "./modes.ts";
 
 export function writePrivateFile(path: string, text: string): void {
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  mkdirSync(dirname(path), { recursive: true, mode: PRIVATE_DIR });
   const temp = `${path}.serverfs-${random16Hex()}`;
-  const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, PRIVATE_FILE);
   try {
     const bytes = Buffer.from(text, "utf8");
     for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at);

@@ -24,6 +24,7 @@ import { join } from "node:path";
 import { canonicalJson } from "../canonical-json.ts";
 import { ServerFsError } from "../errors.ts";
 import { O_CLOEXEC } from "../fs/dir-handle.ts";
+import { fileMode, ownUid, PRIVATE_FILE } from "../fs/modes.ts";
 import { random16Hex } from "../ids.ts";
 import { isStorageFault, storageError } from "../storage-fault.ts";
 import { slotName } from "./lock-files.ts";
@@ -65,15 +66,15 @@ function writeTemp(lockDir: string, guard: Guard, sharingGid: number | null): st
   const tmp = join(activeDir(lockDir), `.${slotName(guard.slot)}.${random16Hex()}.tmp`);
   let fd: number;
   try {
-    fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW | O_CLOEXEC, 0o600);
+    fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW | O_CLOEXEC, PRIVATE_FILE);
   } catch (e) {
     throw isStorageFault(e) ? storageError() : e;
   }
   try {
     writeSync(fd, `${canonicalJson(guard)}\n`);
     fsyncSync(fd);
-    fchmodSync(fd, sharingGid === null ? 0o600 : 0o640);
-    if (sharingGid !== null) fchownSync(fd, process.getuid?.() ?? 0, sharingGid);
+    fchmodSync(fd, fileMode(sharingGid));
+    if (sharingGid !== null) fchownSync(fd, ownUid(), sharingGid);
   } catch (e) {
     unlinkQuietly(tmp);
     throw isStorageFault(e) ? storageError() : e;

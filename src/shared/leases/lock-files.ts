@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { ServerFsError } from "../errors.ts";
 import { tryLockExclusive, unlock } from "../ffi/libc.ts";
 import { O_CLOEXEC } from "../fs/dir-handle.ts";
+import { dirMode, fileMode, octal, ownUid } from "../fs/modes.ts";
 import { errnoReason } from "../fs/os-errors.ts";
 
 export const SLOTS = Array.from({ length: 16 }, (_, i) => i + 1);
@@ -15,14 +16,12 @@ export const slotName = (slot: number) => String(slot).padStart(2, "0");
 export const lockPath = (lockDir: string, slot: number) => join(lockDir, `${slotName(slot)}.lock`);
 
 const unsafe = (phrase: string) => new ServerFsError("LOCK_PATH_UNSAFE", phrase);
-const uid = () => process.getuid?.() ?? 0;
 
 /**
  * Creates `dir` (and parents) with `mode`, then insists it is a real directory of ours. Each failure
  * says why in words and what would fix it (the caller adds which directory): never a raw OS message.
  */
 export function ensurePrivateDir(dir: string, mode: number, gid: number | null, fail: (phrase: string) => ServerFsError): void {
-  const octal = `0${mode.toString(8)}`;
   try {
     mkdirSync(dir, { recursive: true, mode });
   } catch (e) {
@@ -30,7 +29,7 @@ export function ensurePrivateDir(dir: string, mode: number, gid: number | null, 
   }
   const st = lstatSync(dir);
   if (!st.isDirectory() || st.isSymbolicLink()) throw fail("the directory is not a real directory (a symbolic link or a file); point the setting at a real directory");
-  if (st.uid !== uid()) throw fail(`the directory is owned by uid ${st.uid}, not by this user (uid ${uid()}); chown it or choose another directory`);
+  if (st.uid !== ownUid()) throw fail(`the directory is owned by uid ${st.uid}, not by this user (uid ${ownUid()}); chown it or choose another directory`);
   try {
     const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW | O_CLOEXEC);
     try {
@@ -38,31 +37,30 @@ export function ensurePrivateDir(dir: string, mode: number, gid: number | null, 
     } finally {
       closeSync(fd);
     }
-    if (gid !== null) chownSync(dir, uid(), gid);
+    if (gid !== null) chownSync(dir, ownUid(), gid);
   } catch (e) {
-    throw fail(`the directory cannot be made private (mode ${octal}${gid !== null ? `, group ${gid}` : ""}): ${errnoReason(e)}; it must be on a writable file system you own`);
+    throw fail(`the directory cannot be made private (mode ${octal(mode)}${gid !== null ? `, group ${gid}` : ""}): ${errnoReason(e)}; it must be on a writable file system you own`);
   }
 }
 
 /** Prepares `lock_dir`, `active/` and the sixteen lock files (docs/task-model.md#lease-files-and-the-active-slot-guard, docs/task-model.md#lease-files-and-the-active-slot-guard). */
 export function prepareLockDir(lockDir: string, sharingGid: number | null): void {
-  const dirMode = sharingGid === null ? 0o700 : 0o750;
-  ensurePrivateDir(lockDir, dirMode, sharingGid, unsafe);
-  ensurePrivateDir(join(lockDir, "active"), dirMode, sharingGid, unsafe);
-  const fileMode = sharingGid === null ? 0o600 : 0o640;
+  ensurePrivateDir(lockDir, dirMode(sharingGid), sharingGid, unsafe);
+  ensurePrivateDir(join(lockDir, "active"), dirMode(sharingGid), sharingGid, unsafe);
+  const lockMode = fileMode(sharingGid);
   for (const slot of SLOTS) {
     let fd: number;
     try {
-      fd = openSync(lockPath(lockDir, slot), constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | O_CLOEXEC, fileMode);
+      fd = openSync(lockPath(lockDir, slot), constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | O_CLOEXEC, lockMode);
     } catch {
       throw unsafe(`lock file ${slotName(slot)}.lock is not a regular file`);
     }
     try {
       const st = fstatSync(fd);
       if (!st.isFile()) throw unsafe(`lock file ${slotName(slot)}.lock is not a regular file`);
-      if (st.uid !== uid()) throw unsafe(`lock file ${slotName(slot)}.lock is owned by another user`);
-      fchmodSync(fd, fileMode);
-      if (sharingGid !== null) chownSync(lockPath(lockDir, slot), uid(), sharingGid);
+      if (st.uid !== ownUid()) throw unsafe(`lock file ${slotName(slot)}.lock is owned by another user`);
+      fchmodSync(fd, lockMode);
+      if (sharingGid !== null) chownSync(lockPath(lockDir, slot), ownUid(), sharingGid);
     } finally {
       closeSync(fd);
     }

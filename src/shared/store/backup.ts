@@ -9,6 +9,7 @@ import { Database } from "bun:sqlite";
 import { closeSync, constants, fsyncSync, openSync, rmSync, statSync } from "node:fs";
 import { ServerFsError } from "../errors.ts";
 import { O_CLOEXEC } from "../fs/dir-handle.ts";
+import { PRIVATE_FILE } from "../fs/modes.ts";
 import { errnoReason, osCode } from "../fs/os-errors.ts";
 
 export interface BackupReport {
@@ -20,7 +21,7 @@ export interface BackupReport {
 export function backupDatabase(db: Database, target: string): BackupReport {
   let fd: number;
   try {
-    fd = openSync(target, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW | O_CLOEXEC, 0o600);
+    fd = openSync(target, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW | O_CLOEXEC, PRIVATE_FILE);
   } catch (e) {
     if (osCode(e) === "EEXIST") throw new ServerFsError("PATH_ALREADY_EXISTS", "the backup file already exists; choose a new name (a backup never overwrites)");
     throw new ServerFsError("MUTATION_IO_ERROR", `the backup file cannot be created (${errnoReason(e)})`);

@@ -17,7 +17,7 @@
 import type { Database } from "bun:sqlite";
 import { writeImmediate } from "./write.ts";
 import { ServerFsError } from "../errors.ts";
-import { FIXED_LIMITS } from "../manifest.ts";
+import { LIMITS } from "../limits.ts";
 import { byteLength } from "../utf8.ts";
 import type { EventInput, EventRow } from "./rows.ts";
 import { isTerminal } from "./task-states.ts";
@@ -82,9 +82,9 @@ export function insertEvents(db: Database, taskId: string, events: readonly Even
   for (const e of events) {
     const json = JSON.stringify(e.payload);
     const code: EventLimitCode | null =
-      byteLength(json) > FIXED_LIMITS.max_event_bytes
+      byteLength(json) > LIMITS.max_event_bytes
         ? "AGENT_EVENT_TOO_LARGE"
-        : count >= FIXED_LIMITS.max_events_per_task
+        : count >= LIMITS.max_events_per_task
           ? "AGENT_EVENT_LIMIT_REACHED"
           : null;
     if (code !== null) {
@@ -125,11 +125,9 @@ const ENVELOPE_SELECT =
   "SELECT e.event_id, e.task_id, e.event_type, e.payload_json, e.created_at, t.correlation_id " +
   "FROM events e JOIN tasks t ON t.task_id = e.task_id";
 
-export const MAX_EVENT_PAGE = 500;
-
 /** The task's events after the exclusive cursor, ascending; `correlation_id` is the task's at read time. */
 export function listEvents(db: Database, taskId: string, afterEventId: number, limit: number): EventEnvelope[] {
-  if (!Number.isSafeInteger(afterEventId) || afterEventId < 0 || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_EVENT_PAGE) {
+  if (!Number.isSafeInteger(afterEventId) || afterEventId < 0 || !Number.isSafeInteger(limit) || limit < 1 || limit > LIMITS.max_event_page) {
     throw new ServerFsError("INVALID_LIMIT", "after_event_id or limit is out of range");
   }
   return db

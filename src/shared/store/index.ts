@@ -1,19 +1,21 @@
 /**
- * The Bridge's SQLite store (docs/task-model.md#the-state-database): the one module that holds SQL. Each thread opens its own
- * `Store` (its own connection to the one WAL file); only the main thread opens with `migrate: true`.
- * No globals: two stores in one thread are independent connections.
+ * The Bridge's SQLite store (docs/task-model.md#the-state-database): the one API to the state database. The SQL lives in
+ * the modules beside it (tasks.ts, events.ts, requests.ts), which the rest of the code never calls. Each thread opens its
+ * own `Store` (its own connection to the one WAL file): the main thread with `migrate: true`, the provider and maintenance
+ * workers without. No globals: two stores in one thread are independent connections.
  *
- * `Store.open(stateDir, { migrate, onEventDropped })` — docs/task-model.md#the-state-database safety checks and pragmas, STATE_DIR_UNSAFE
- * on violation; `onEventDropped` hears of every service event a limit dropped (docs/events.md#appending).
+ * `Store.open(stateDir, { migrate, log })` — docs/task-model.md#the-state-database safety checks and pragmas, STATE_DIR_UNSAFE
+ * on violation; with `log`, every service event a limit dropped is logged (`service_event_dropped`, docs/events.md#appending),
+ * whichever thread's write dropped it.
  *
  * Tasks (docs/bridge-rpc.md#methods, docs/task-model.md#states-and-transitions):
  * - `insertTask(row, maxActive)` → `{kind: "inserted", task}` | `{kind: "idempotency_key_taken", existing}`;
  *   throws AGENT_TASK_LIMIT_REACHED (active count ≥ maxActive, counted in the same transaction) or
  *   AGENT_TASK_EXISTS (task id taken).
  * - `getTask(id)`, `getTaskObject(id)` (the docs/task-model.md#the-task-object, or null), `findByIdempotencyKey(key)`,
- *   `listActive()` (by created_at), `listTerminalByMark(marks)`, `countActive()`, `listTasks({status, limit, beforeTaskId})` and
+ *   `listActive()` (by created_at), `listTerminalByMark(marks)`, `listTasks({status, limit, beforeTaskId})` and
  *   `listTaskObjects(...)` (rows / docs/task-model.md#the-task-object objects, newest first by created_at then task_id; INVALID_LIMIT
- *   outside 1..500; AGENT_TASK_NOT_FOUND for an unknown cursor).
+ *   outside 1..`max_task_page` (limits.ts); AGENT_TASK_NOT_FOUND for an unknown cursor).
  * - `transition(id, to, {from, at, error, set, events})` → `{task, events}` or null when the CAS lost.
  *   Targets: starting, running (from starting), succeeded, failed, cancelled, interrupted; waiting states
  *   are entered and left through the request methods. Terminal entry sets completed_at, error columns
@@ -26,7 +28,10 @@
  * Events (docs/events.md):
  * - `appendEvents(id, events, {allowTerminal})` → `{appended, lastEventId, broke, discarded}`: one
  *   transaction, in order, stops at the first event breaking a limit (`broke` names the code); a terminal
- *   or missing task discards the batch unless `allowTerminal` (reconciliation and operator events).
+ *   or missing task discards the batch unless `allowTerminal` (reconciliation and operator events). A service
+ *   event a limit breaks is logged.
+ * - `appendProviderBatch(id, events)`: the same for a provider batch, unlogged: a broken limit ends the run
+ *   with `broke` instead (docs/events.md#limits).
  * - `listEvents(id, afterEventId, limit)` → envelopes (docs/events.md#the-envelope) ascending; `maxEventId(id)` (0 when none);
  *   `latestEvent(id, type)`.
  *
@@ -43,6 +48,7 @@
  * `deleteTasks(ids)` → the ids deleted, one transaction for the whole batch.
  */
 import type { Database } from "bun:sqlite";
+import type { AuditLog } from "../audit.ts";
 import { type BackupReport, backupDatabase } from "./backup.ts";
 import * as events from "./events.ts";
 import { openDatabase, type OpenOptions } from "./open.ts";
@@ -54,9 +60,7 @@ import * as tasks from "./tasks.ts";
 export type { AppendOptions, AppendResult, EventEnvelope, EventLimitCode } from "./events.ts";
 export { DB_FILE, type OpenOptions } from "./open.ts";
 export type {
-  ApprovalResolution,
   OpenRequestInput,
-  QuestionResolution,
   RequestChange,
   Resolution,
   StaleReason,
@@ -64,43 +68,40 @@ export type {
 export type { EventInput, NewTask, RequestKind, RequestRow, RequestStatus, ResultStorage, TaskRow } from "./rows.ts";
 export { type RequestObject, requestObject, type ResultObject, type TaskObject, taskObject } from "./task-object.ts";
 export * from "./task-states.ts";
-export {
-  type InsertTaskResult,
-  type ListTasksQuery,
-  MAX_ERROR_MESSAGE_BYTES,
-  MAX_TASK_PAGE,
-  type ProviderFacts,
-  type ResultColumns,
-  type EndOptions,
-  type TaskEnd,
-  type TaskPage,
-  type TransitionOptions,
-  type TransitionResult,
-  type TransitionTarget,
+export type {
+  InsertTaskResult,
+  ListTasksQuery,
+  ProviderFacts,
+  ResultColumns,
+  EndOptions,
+  TaskEnd,
+  TaskPage,
+  TransitionOptions,
+  TransitionResult,
+  TransitionTarget,
 } from "./tasks.ts";
-export { MAX_EVENT_PAGE } from "./events.ts";
 
 export interface StoreOptions extends OpenOptions {
   /**
-   * Told about each service event a limit dropped: docs/events.md#appending wants it dropped *and logged*, while the
-   * state change it reports still commits. The store has no log of its own, so its owner logs.
+   * Where a service event a limit dropped is logged: docs/events.md#appending wants it dropped *and logged*, while the
+   * state change it reports still commits.
    */
-  onEventDropped?: (taskId: string, code: events.EventLimitCode) => void;
+  log?: AuditLog;
 }
 
 export class Store {
   private constructor(
     private readonly db: Database,
-    private readonly onEventDropped: StoreOptions["onEventDropped"],
+    private readonly log: AuditLog | undefined,
   ) {}
 
   static open(stateDir: string, opts: StoreOptions = {}): Store {
-    return new Store(openDatabase(stateDir, opts), opts.onEventDropped);
+    return new Store(openDatabase(stateDir, opts), opts.log);
   }
 
-  /** Passes a service write's change through, reporting a limit-dropped event. */
+  /** Passes a service write's change through, logging a limit-dropped event. */
   private reported<T extends { events: events.AppendResult } | null>(taskId: string, change: T): T {
-    if (change?.events.broke) this.onEventDropped?.(taskId, change.events.broke);
+    if (change?.events.broke) this.log?.warn("service_event_dropped", { task_id: taskId, error_code: change.events.broke });
     return change;
   }
 
@@ -145,9 +146,6 @@ export class Store {
   listTerminalByMark(marks: readonly string[]): TaskRow[] {
     return tasks.listTerminalByMark(this.db, marks);
   }
-  countActive(): number {
-    return tasks.countActive(this.db);
-  }
   listTasks(query: tasks.ListTasksQuery = {}): tasks.TaskPage {
     return tasks.listTasks(this.db, query);
   }
@@ -174,6 +172,9 @@ export class Store {
     const result = events.appendEvents(this.db, taskId, batch, opts);
     this.reported(taskId, { events: result });
     return result;
+  }
+  appendProviderBatch(taskId: string, batch: readonly EventInput[]): events.AppendResult {
+    return events.appendEvents(this.db, taskId, batch);
   }
   listEvents(taskId: string, afterEventId: number, limit: number): events.EventEnvelope[] {
     return events.listEvents(this.db, taskId, afterEventId, limit);

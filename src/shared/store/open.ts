@@ -19,6 +19,7 @@ import { chmodSync, closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdi
 import { join } from "node:path";
 import { ServerFsError } from "../errors.ts";
 import { O_CLOEXEC } from "../fs/dir-handle.ts";
+import { ownUid, PRIVATE_DIR, PRIVATE_FILE, permissionBits } from "../fs/modes.ts";
 import { type MigratedFrom, migrate } from "./migrate.ts";
 
 export const DB_FILE = "state.sqlite3";
@@ -34,8 +35,6 @@ export interface OpenOptions {
 const unsafeDir = () => new ServerFsError("STATE_DIR_UNSAFE", "state_dir is not a private directory of the Bridge user");
 const unsafeFile = () => new ServerFsError("STATE_DIR_UNSAFE", "a state database file is not a private regular file");
 
-const myUid = (): number => process.getuid?.() ?? -1;
-
 function errnoOf(e: unknown): string | undefined {
   return (e as NodeJS.ErrnoException | null)?.code;
 }
@@ -43,7 +42,7 @@ function errnoOf(e: unknown): string | undefined {
 /** Creates `state_dir` (0700) if missing, refuses anything but our own real directory, sets 0700. */
 function secureStateDir(stateDir: string): void {
   try {
-    mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+    mkdirSync(stateDir, { recursive: true, mode: PRIVATE_DIR });
   } catch {
     throw unsafeDir();
   }
@@ -55,8 +54,8 @@ function secureStateDir(stateDir: string): void {
   }
   try {
     const st = fstatSync(fd);
-    if (!st.isDirectory() || st.uid !== myUid()) throw unsafeDir();
-    if ((st.mode & 0o7777) !== 0o700) fchmodSync(fd, 0o700);
+    if (!st.isDirectory() || st.uid !== ownUid()) throw unsafeDir();
+    if (permissionBits(st.mode) !== PRIVATE_DIR) fchmodSync(fd, PRIVATE_DIR);
   } finally {
     closeSync(fd);
   }
@@ -71,21 +70,21 @@ function ownRegularFile(path: string): Stats | null {
     if (errnoOf(e) === "ENOENT") return null;
     throw unsafeFile();
   }
-  if (!st.isFile() || st.uid !== myUid()) throw unsafeFile();
+  if (!st.isFile() || st.uid !== ownUid()) throw unsafeFile();
   return st;
 }
 
 /** After the connection opened: each file that exists is checked again, set to 0600, and must still be that entry. */
 function privatize(path: string): void {
   const st = ownRegularFile(path);
-  if (st === null || (st.mode & 0o7777) === 0o600) return;
+  if (st === null || permissionBits(st.mode) === PRIVATE_FILE) return;
   try {
-    chmodSync(path, 0o600);
+    chmodSync(path, PRIVATE_FILE);
   } catch {
     throw unsafeFile();
   }
   const after = ownRegularFile(path);
-  if (after === null || after.ino !== st.ino || after.dev !== st.dev || (after.mode & 0o7777) !== 0o600) throw unsafeFile();
+  if (after === null || after.ino !== st.ino || after.dev !== st.dev || permissionBits(after.mode) !== PRIVATE_FILE) throw unsafeFile();
 }
 
 export function openDatabase(stateDir: string, opts: OpenOptions = {}): Database {

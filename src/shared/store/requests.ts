@@ -9,12 +9,14 @@
  */
 import type { Database } from "bun:sqlite";
 import { writeImmediate } from "./write.ts";
+import { byteSize } from "../byte-size.ts";
 import { ServerFsError } from "../errors.ts";
-import { FIXED_LIMITS } from "../manifest.ts";
+import { LIMITS } from "../limits.ts";
 import { byteLength } from "../utf8.ts";
 import { type AppendResult, insertEvents } from "./events.ts";
 import { type EventInput, REQUEST_COLUMNS, type RequestKind, type RequestRow, type TaskRow } from "./rows.ts";
 import { getTask } from "./tasks.ts";
+import type { ApprovalResolution, QuestionResolution } from "../hitl-validation.ts";
 import { requestEventFields } from "../request-summary.ts";
 
 export interface OpenRequestInput {
@@ -28,10 +30,7 @@ export interface OpenRequestInput {
   at?: string;
 }
 
-export type ApprovalResolution = { decision: string; granted_permission_ids: string[] };
-export type QuestionResolution = {
-  answers: { question_id: string; selected_option_ids: string[]; text?: string }[];
-};
+/** A checked reply (hitl-validation.ts), stored as the request's `resolution_json`. */
 export type Resolution = ApprovalResolution | QuestionResolution;
 
 export interface RequestChange {
@@ -57,8 +56,8 @@ export function getRequest(db: Database, requestId: string): RequestRow | null {
  */
 export function openRequest(db: Database, input: OpenRequestInput): RequestChange {
   const payloadJson = JSON.stringify(input.payload);
-  if (byteLength(payloadJson) > FIXED_LIMITS.max_interaction_bytes) {
-    throw new ServerFsError("AGENT_INTERACTION_TOO_LARGE", "the interaction payload is larger than 64 KiB");
+  if (byteLength(payloadJson) > LIMITS.max_interaction_bytes) {
+    throw new ServerFsError("AGENT_INTERACTION_TOO_LARGE", `the interaction payload is larger than ${byteSize(LIMITS.max_interaction_bytes)}`);
   }
   const at = input.at ?? new Date().toISOString();
   return writeImmediate(db, (): RequestChange => {

@@ -45,19 +45,23 @@ export interface TaskRow {
 }
 
 /** What a submission writes (docs/task-model.md#submission step 13.5); the rest starts null, `queued`, 0 or `inline`. */
-export interface NewTask {
-  task_id: string;
-  runtime: string;
-  workdir_alias: string;
-  workdir_slot: number;
-  relative_cwd: string;
-  profile: string;
-  created_at: string;
+export interface NewTask
+  extends Pick<
+    TaskRow,
+    | "task_id"
+    | "runtime"
+    | "workdir_alias"
+    | "workdir_slot"
+    | "relative_cwd"
+    | "profile"
+    | "created_at"
+    | "continue_from_task_id"
+    | "correlation_id"
+    | "idempotency_key"
+    | "request_fingerprint"
+  > {
+  /** Never null for a new task (only a task migrated from v0.6 may lack these). */
   deadline_at: string;
-  continue_from_task_id: string | null;
-  correlation_id: string | null;
-  idempotency_key: string | null;
-  request_fingerprint: string | null;
   manifest_json: string;
   manifest_sha256: string;
 }

@@ -11,7 +11,6 @@
  */
 import type { Manifest } from "../manifest.ts";
 import type { RequestKind, RequestRow, RequestStatus, ResultStorage, TaskRow } from "./rows.ts";
-import type { TaskStatus } from "./task-states.ts";
 
 export interface ResultObject {
   storage: ResultStorage;
@@ -32,30 +31,34 @@ export interface RequestObject {
   resolution: Record<string, unknown> | null;
 }
 
-export interface TaskObject {
-  task_id: string;
-  runtime: string;
-  workdir_alias: string;
-  workdir_slot: number;
-  relative_cwd: string;
-  profile: string;
-  status: TaskStatus;
-  created_at: string;
-  updated_at: string;
-  started_at: string | null;
-  completed_at: string | null;
-  deadline_at: string | null;
-  continue_from_task_id: string | null;
-  correlation_id: string | null;
-  idempotency_key: string | null;
-  final_response: string | null;
+/** The row's columns a reader may see, and what the mapper derives from the others. */
+export interface TaskObject
+  extends Pick<
+    TaskRow,
+    | "task_id"
+    | "runtime"
+    | "workdir_alias"
+    | "workdir_slot"
+    | "relative_cwd"
+    | "profile"
+    | "status"
+    | "created_at"
+    | "updated_at"
+    | "started_at"
+    | "completed_at"
+    | "deadline_at"
+    | "continue_from_task_id"
+    | "correlation_id"
+    | "idempotency_key"
+    | "final_response"
+    | "manifest_sha256"
+    | "error_code"
+    | "error_message"
+    | "pending_request_id"
+  > {
   final_response_truncated: boolean;
   result: ResultObject;
   manifest: Manifest | null;
-  manifest_sha256: string | null;
-  error_code: string | null;
-  error_message: string | null;
-  pending_request_id: string | null;
   pending_request: RequestObject | null;
 }
 

@@ -3,20 +3,19 @@
  * table-driven state transition with its effects (docs/task-model.md#states-and-transitions), provider facts (docs/task-model.md#execution, COALESCE), and
  * the retention GC queries (docs/task-model.md#retention).
  *
- * Offers: `insertTask`, `getTask`, `findByIdempotencyKey`, `listActive`, `listTerminalByMark`, `countActive`, `listTasks`,
+ * Offers: `insertTask`, `getTask`, `findByIdempotencyKey`, `listActive`, `listTerminalByMark`, `listTasks`,
  * `transition`, `endTask`, `recordProvider`, `gcCandidates`, `deleteTask`, `deleteTasks` and their option/result types.
  * Every write runs in its own `BEGIN IMMEDIATE` transaction (nested calls become savepoints).
  */
 import type { Database } from "bun:sqlite";
 import { writeImmediate } from "./write.ts";
 import { type ErrorCode, ServerFsError } from "../errors.ts";
-import { cutUtf8 } from "../utf8.ts";
+import { LIMITS } from "../limits.ts";
+import { cutErrorMessage } from "../redact.ts";
 import { type AppendResult, insertEvents } from "./events.ts";
 import { type EventInput, type NewTask, type ResultStorage, TASK_COLUMNS, type TaskRow } from "./rows.ts";
 import { ACTIVE_STATUSES, isTerminal, sourcesOf, TERMINAL_STATUSES, type TaskStatus } from "./task-states.ts";
 
-export const MAX_ERROR_MESSAGE_BYTES = 4096;
-export const MAX_TASK_PAGE = 500;
 
 const placeholders = (n: number) => Array.from({ length: n }, () => "?").join(", ");
 const ACTIVE_IN = `(${ACTIVE_STATUSES.map((s) => `'${s}'`).join(", ")})`;
@@ -36,7 +35,7 @@ export function findByIdempotencyKey(db: Database, key: string): TaskRow | null 
   return db.query<TaskRow, [string]>(`${SELECT_TASK} WHERE idempotency_key = ?`).get(key);
 }
 
-export function countActive(db: Database): number {
+function countActive(db: Database): number {
   return db.query<{ n: number }, []>(`SELECT COUNT(*) AS n FROM tasks WHERE status IN ${ACTIVE_IN}`).get()!.n;
 }
 
@@ -99,7 +98,7 @@ export function insertTask(db: Database, row: NewTask, maxActive: number): Inser
 
 export interface ListTasksQuery {
   status?: TaskStatus | null;
-  /** 1..500, default 100. */
+  /** 1..`max_task_page`, default `default_page` (limits.ts). */
   limit?: number;
   /** Exclusive cursor: the last task of the previous page. */
   beforeTaskId?: string | null;
@@ -113,8 +112,8 @@ export interface TaskPage {
 
 /** Newest first by created_at, then task_id (task.list). An unknown cursor is AGENT_TASK_NOT_FOUND. */
 export function listTasks(db: Database, q: ListTasksQuery = {}): TaskPage {
-  const limit = q.limit ?? 100;
-  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_TASK_PAGE) {
+  const limit = q.limit ?? LIMITS.default_page;
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > LIMITS.max_task_page) {
     throw new ServerFsError("INVALID_LIMIT", "limit is out of range");
   }
   const where: string[] = [];
@@ -215,7 +214,7 @@ export function transition(
   }
   if (opts.error) {
     sets.push("error_code = ?", "error_message = ?");
-    args.push(opts.error.code, cutUtf8(opts.error.message, MAX_ERROR_MESSAGE_BYTES).text);
+    args.push(opts.error.code, cutErrorMessage(opts.error.message));
   }
   for (const column of RESULT_COLUMNS) {
     const value = opts.set?.[column];

@@ -1,6 +1,6 @@
 /**
- * Pieces every runtime adapter shares: coded failure outcomes, the handle of a run that never
- * spawned, and the `runtime.list` entry of docs/bridge-rpc.md#runtimelist (the capabilities differ only in steering).
+ * Pieces every runtime adapter shares: coded failure outcomes, the outcome that settles once, the
+ * handle of a run that never spawned, and the `runtime.list` entry of docs/bridge-rpc.md#runtimelist (the capabilities differ only in steering).
  */
 import { isServerFsError, ServerFsError } from "../../shared/errors.ts";
 import { cutUtf8 } from "../../shared/utf8.ts";
@@ -27,6 +27,34 @@ export const failedFrom = (e: unknown): Outcome =>
   isServerFsError(e) ? failed(e.code, e.message) : failed("AGENT_PROVIDER_ERROR", "agent runtime failed");
 
 export const notActive = (): ServerFsError => new ServerFsError("AGENT_TASK_NOT_ACTIVE", "the provider is not ready for a message");
+
+/**
+ * A run's outcome, settled exactly once (docs/runtimes.md#the-adapter-contract): the first `settle`
+ * wins and later ones are ignored, so every path that ends a run may simply call it. `onSettle`
+ * runs once, before the outcome resolves (an adapter closes the provider's input there).
+ */
+export class SettleOnce<T> {
+  readonly promise: Promise<T>;
+  private resolve!: (value: T) => void;
+  private done = false;
+
+  constructor(private readonly onSettle?: () => void) {
+    this.promise = new Promise<T>((resolve) => {
+      this.resolve = resolve;
+    });
+  }
+
+  get settled(): boolean {
+    return this.done;
+  }
+
+  settle(value: T): void {
+    if (this.done) return;
+    this.done = true;
+    this.onSettle?.();
+    this.resolve(value);
+  }
+}
 
 /** What an adapter's run object offers once its provider is spawned. */
 export interface AdapterRun {

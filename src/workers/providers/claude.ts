@@ -43,10 +43,9 @@ import {
   userLine,
 } from "./claude-wire.ts";
 import { parseLine } from "./fake-wire.ts";
-import { reconcileFromEvidence } from "./reconcile.ts";
 import type { ProviderProcess } from "./spawn.ts";
 import type { Outcome, RunContext, RuntimeAdapter } from "./types.ts";
-import { failed, failedFrom, startRun, textPayload } from "./adapter-kit.ts";
+import { failed, failedFrom, SettleOnce, startRun, textPayload } from "./adapter-kit.ts";
 
 export type ClaudeSettings = Pick<ConfigFile["runtimes"]["claude"], "bin" | "config_dir" | "probe_timeout_seconds">;
 
@@ -68,15 +67,8 @@ function toolCompleted(tool: string, isError: boolean, content: unknown): Record
 
 /** One run of `claude -p`: the state between the CLI process and the caller. */
 class ClaudeRun {
-  private settle!: (o: Outcome) => void;
-  private settled = false;
-  readonly outcome = new Promise<Outcome>((resolve) => {
-    this.settle = (o) => {
-      if (this.settled) return;
-      this.settled = true;
-      resolve(o);
-    };
-  });
+  private readonly result = new SettleOnce<Outcome>();
+  readonly outcome = this.result.promise;
   private cancelRequested = false;
   private sawInit = false;
   /** tool_use id → tool name, so results report the tool without leaking the provider's id. */
@@ -94,7 +86,7 @@ class ClaudeRun {
       // a rejection ends the run with its code, before the CLI has its task input
       await this.ctx.recordNative({ pgid: this.proc.pgid, startTime: this.proc.startTime });
       if (this.cancelRequested) {
-        this.settle({ kind: "cancelled" });
+        this.result.settle({ kind: "cancelled" });
         return;
       }
       this.proc.send(userLine(this.ctx.prompt));
@@ -104,9 +96,9 @@ class ClaudeRun {
         if (line === null) throw new ServerFsError("AGENT_PROVIDER_ERROR", "the agent runtime sent a malformed line");
         await this.handle(line);
       }
-      this.settle(this.endedEarly());
+      this.result.settle(this.endedEarly());
     } catch (e) {
-      this.settle(failedFrom(e));
+      this.result.settle(failedFrom(e));
     } finally {
       await this.proc.lines.return(undefined);
       this.proc.closeStdin();
@@ -125,7 +117,7 @@ class ClaudeRun {
   }
 
   private async handle(line: ClaudeLine): Promise<void> {
-    if (this.settled) return;
+    if (this.result.settled) return;
     switch (line.type) {
       case "system":
         if (line.subtype === "init" && line.session_id !== undefined) {
@@ -151,9 +143,9 @@ class ClaudeRun {
         }
         return;
       case "result":
-        if (this.cancelRequested) this.settle({ kind: "cancelled" });
-        else if (line.is_error) this.settle(this.notResumed() ?? failed("AGENT_PROVIDER_ERROR", line.result || "the agent runtime reported an error"));
-        else this.settle({ kind: "final", text: line.result ?? "" });
+        if (this.cancelRequested) this.result.settle({ kind: "cancelled" });
+        else if (line.is_error) this.result.settle(this.notResumed() ?? failed("AGENT_PROVIDER_ERROR", line.result || "the agent runtime reported an error"));
+        else this.result.settle({ kind: "final", text: line.result ?? "" });
         // one turn per run: closing the input lets the CLI exit
         this.proc.closeStdin();
         return;
@@ -241,6 +233,5 @@ export function createClaudeAdapter(settings: ClaudeSettings): RuntimeAdapter {
       const resume = ctx.continueNativeSessionId !== null ? ["--resume", ctx.continueNativeSessionId] : [];
       return startRun(ctx, { command: [bin, ...ARGS, ...resume], env: withConfigDir(ctx.env) }, (proc) => new ClaudeRun(proc, ctx), noSteering);
     },
-    reconcile: reconcileFromEvidence,
   };
 }

@@ -25,10 +25,9 @@ import { probeVersion } from "./version-probe.ts";
 import { AgentMessages, type CodexItem, CodexItemSchema, itemPayload, proposedChanges } from "./codex-items.ts";
 import { planServerRequest } from "./codex-requests.ts";
 import { CodexRpc, type Incoming, parseIncoming, type RequestId, RpcFailure } from "./codex-rpc.ts";
-import { reconcileFromEvidence } from "./reconcile.ts";
 import type { ProviderProcess } from "./spawn.ts";
 import type { Outcome, ProposedFileChange, RunContext, RuntimeAdapter } from "./types.ts";
-import { cutEventText, failed, failedFrom, notActive, runtimeInfo, startRun } from "./adapter-kit.ts";
+import { cutEventText, failed, failedFrom, notActive, runtimeInfo, SettleOnce, startRun } from "./adapter-kit.ts";
 
 export type CodexSettings = ConfigFile["runtimes"]["codex"];
 
@@ -71,17 +70,11 @@ const textInput = (text: string) => [{ type: "text", text, text_elements: [] }];
 
 /** One run of `codex app-server`: the state between its process and the caller. */
 class CodexRun {
-  private settle!: (o: Outcome) => void;
-  private settled = false;
-  readonly outcome = new Promise<Outcome>((resolve) => {
-    this.settle = (o) => {
-      if (this.settled) return;
-      this.settled = true;
-      this.openTurnGate();
-      this.proc.closeStdin();
-      resolve(o);
-    };
+  private readonly result = new SettleOnce<Outcome>(() => {
+    this.openTurnGate();
+    this.proc.closeStdin();
   });
+  readonly outcome = this.result.promise;
   private readonly rpc: CodexRpc;
   private threadId: string | null = null;
   private turnId: string | null = null;
@@ -132,20 +125,20 @@ class CodexRun {
         "the agent runtime refused the turn",
       );
       this.turnId = expect(TurnResult, turn, "the agent runtime sent no turn").turn.id;
-      if (this.settled) return;
+      if (this.result.settled) return;
       this.running = true;
       this.ctx.started();
       this.openTurnGate();
       if (this.cancelRequested) this.interrupt();
       await this.ctx.recordNative({ turnId: this.turnId });
       await reading;
-      this.settle(
+      this.result.settle(
         this.cancelRequested
           ? { kind: "cancelled" }
           : failed("AGENT_PROVIDER_ERROR", "the agent runtime ended before an outcome", this.proc.stderrTail()),
       );
     } catch (e) {
-      this.settle(this.cancelRequested ? { kind: "cancelled" } : failedFrom(e));
+      this.result.settle(this.cancelRequested ? { kind: "cancelled" } : failedFrom(e));
     } finally {
       this.running = false;
       this.proc.closeStdin();
@@ -204,7 +197,7 @@ class CodexRun {
         this.handle(message);
       }
     } catch (e) {
-      this.settle(failedFrom(e));
+      this.result.settle(failedFrom(e));
     } finally {
       this.rpc.close();
     }
@@ -224,7 +217,7 @@ class CodexRun {
   }
 
   private onNotification(method: string, params: Record<string, unknown>): void {
-    if (this.settled || !this.ours(params)) return;
+    if (this.result.settled || !this.ours(params)) return;
     switch (method) {
       case "turn/started":
         this.ctx.emit("turn.started", {});
@@ -277,15 +270,15 @@ class CodexRun {
     if (!p.success || (this.turnId !== null && p.output.turn.id !== this.turnId)) return;
     this.running = false;
     const { status, error } = p.output.turn;
-    if (status === "completed") this.settle({ kind: "final", text: this.messages.finalText() });
-    else if (status === "interrupted" && this.cancelRequested) this.settle({ kind: "cancelled" });
-    else if (status === "interrupted") this.settle(failed("AGENT_PROVIDER_ERROR", "the agent runtime interrupted the turn"));
-    else this.settle(failed("AGENT_PROVIDER_ERROR", error?.message || "the agent runtime failed the turn"));
+    if (status === "completed") this.result.settle({ kind: "final", text: this.messages.finalText() });
+    else if (status === "interrupted" && this.cancelRequested) this.result.settle({ kind: "cancelled" });
+    else if (status === "interrupted") this.result.settle(failed("AGENT_PROVIDER_ERROR", "the agent runtime interrupted the turn"));
+    else this.result.settle(failed("AGENT_PROVIDER_ERROR", error?.message || "the agent runtime failed the turn"));
   }
 
   private async onRequest(id: RequestId, method: string, params: Record<string, unknown>): Promise<void> {
     await this.turnGate;
-    if (this.settled) return;
+    if (this.result.settled) return;
     if (!this.ours(params)) return this.rpc.replyError(id, NO_ANSWER, "not a request of this client's turn");
     const plan = planServerRequest(method, params, (itemId) => this.changes.get(itemId) ?? []);
     if (plan.kind === "refuse") return this.rpc.replyError(id, plan.code, plan.message);
@@ -326,7 +319,7 @@ class CodexRun {
   }
 
   async sendMessage(text: string): Promise<void> {
-    if (!this.running || this.settled || this.threadId === null || this.turnId === null) throw notActive();
+    if (!this.running || this.result.settled || this.threadId === null || this.turnId === null) throw notActive();
     try {
       await this.rpc.request("turn/steer", { threadId: this.threadId, input: textInput(text), expectedTurnId: this.turnId });
     } catch (e) {
@@ -356,6 +349,5 @@ export function createCodexAdapter(settings: CodexSettings): RuntimeAdapter {
     start(ctx) {
       return startRun(ctx, { command: [bin, "app-server"], env: envOf(ctx.env) }, (proc) => new CodexRun(proc, ctx, settings));
     },
-    reconcile: reconcileFromEvidence,
   };
 }

@@ -19,10 +19,9 @@ import { join } from "node:path";
 import { DECISIONS } from "../../shared/hitl-validation.ts";
 import { ServerFsError } from "../../shared/errors.ts";
 import { type AdapterLine, type ProviderLine, ProviderLineSchema, parseLine } from "./fake-wire.ts";
-import { reconcileFromEvidence } from "./reconcile.ts";
 import type { ProviderProcess } from "./spawn.ts";
 import type { ApprovalPayload, Outcome, QuestionPayload, RunContext, RuntimeAdapter } from "./types.ts";
-import { failed, failedFrom, notActive, runtimeInfo, startRun, textPayload } from "./adapter-kit.ts";
+import { failed, failedFrom, notActive, runtimeInfo, SettleOnce, startRun, textPayload } from "./adapter-kit.ts";
 
 export const FAKE_PROVIDER_SCRIPT = join(import.meta.dir, "..", "fake-provider.ts");
 
@@ -56,15 +55,8 @@ function questionPayload(prompt: string): QuestionPayload {
 
 /** One run of the fake provider: the state between its process and the caller. */
 class FakeRun {
-  private settle!: (o: Outcome) => void;
-  private settled = false;
-  readonly outcome = new Promise<Outcome>((resolve) => {
-    this.settle = (o) => {
-      if (this.settled) return;
-      this.settled = true;
-      resolve(o);
-    };
-  });
+  private readonly result = new SettleOnce<Outcome>();
+  readonly outcome = this.result.promise;
   /** The task input was sent and the stream is still open. */
   private running = false;
   private cancelRequested = false;
@@ -87,9 +79,9 @@ class FakeRun {
       const first = await this.proc.lines.next();
       const ready = first.done ? null : parseLine(ProviderLineSchema, first.value);
       if (this.cancelRequested) {
-        this.settle({ kind: "cancelled" });
+        this.result.settle({ kind: "cancelled" });
       } else if (ready?.type !== "ready") {
-        this.settle(failed("AGENT_RUNTIME_NOT_READY", "the agent runtime failed its handshake", this.proc.stderrTail()));
+        this.result.settle(failed("AGENT_RUNTIME_NOT_READY", "the agent runtime failed its handshake", this.proc.stderrTail()));
       } else {
         this.send({
           type: "run",
@@ -107,13 +99,13 @@ class FakeRun {
           await this.handle(line);
         }
       }
-      this.settle(
+      this.result.settle(
         this.cancelRequested
           ? { kind: "cancelled" }
           : failed("AGENT_PROVIDER_ERROR", "the agent runtime ended before an outcome", this.proc.stderrTail()),
       );
     } catch (e) {
-      this.settle(failedFrom(e));
+      this.result.settle(failedFrom(e));
     } finally {
       this.running = false;
       // stops reading where the run ended early (handshake, malformed line), so the stream is released
@@ -125,7 +117,7 @@ class FakeRun {
   }
 
   private async handle(line: ProviderLine): Promise<void> {
-    if (this.settled) return;
+    if (this.result.settled) return;
     switch (line.type) {
       case "ready":
         return;
@@ -157,16 +149,16 @@ class FakeRun {
         this.acks.delete(line.id);
         return;
       case "final":
-        return this.settle({ kind: "final", text: line.text });
+        return this.result.settle({ kind: "final", text: line.text });
       case "failed":
-        return this.settle(failed(line.code, line.message));
+        return this.result.settle(failed(line.code, line.message));
       case "cancelled":
-        return this.settle({ kind: "cancelled" });
+        return this.result.settle({ kind: "cancelled" });
     }
   }
 
   sendMessage(text: string): Promise<void> {
-    if (!this.running || this.settled) return Promise.reject(notActive());
+    if (!this.running || this.result.settled) return Promise.reject(notActive());
     const id = this.nextMessageId++;
     const acked = new Promise<void>((resolve, reject) => this.acks.set(id, { resolve, reject }));
     this.send({ type: "message", id, text });
@@ -191,6 +183,5 @@ export function createFakeAdapter(options: FakeAdapterOptions = {}): RuntimeAdap
     start(ctx) {
       return startRun(ctx, { command, env: ctx.env, lineCap: options.lineCap }, (proc) => new FakeRun(proc, ctx));
     },
-    reconcile: reconcileFromEvidence,
   };
 }

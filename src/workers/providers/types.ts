@@ -4,18 +4,17 @@
  *
  * Offers types: `RuntimeAdapter`, `RuntimeInfo`, `RunContext`, `RunHandle`, `Outcome`,
  * `ProviderEventType`, `ApprovalPayload`, `QuestionPayload`, `ApprovalResolution`,
- * `QuestionResolution`, `NativeFacts`, `Profile`, `ReconcileRecord`, `ReconcileVerdict`.
+ * `QuestionResolution`, `NativeFacts`, `Profile`.
  *
  * Everything a run hands back (outcome, payloads) is plain data, so it crosses a comlink boundary.
  * Host paths in payloads and texts are left for the Bridge's redaction (docs/events.md#redaction).
  */
 import type { ApprovalResolution, Decision, QuestionResolution } from "../../shared/hitl-validation.ts";
+import type { Profile } from "../../shared/config/schema.ts";
 import type { ErrorCode } from "../../shared/errors.ts";
 import type { VerifiedStartDir } from "../../shared/fs/start-directory.ts";
 
-export type { ApprovalResolution, Decision, QuestionResolution };
-
-export type Profile = "review" | "workspace-write";
+export type { ApprovalResolution, Decision, Profile, QuestionResolution };
 
 /** One `runtime.list` entry (docs/bridge-rpc.md#runtimelist) for an available runtime. */
 export interface RuntimeInfo {
@@ -187,26 +186,10 @@ export interface RunHandle {
   closeAndWait(timeoutMs: number): Promise<boolean>;
 }
 
-/** What reconciliation knows of a task's provider (docs/task-model.md#reconciliation). */
-export interface ReconcileRecord {
-  nativeSessionId: string | null;
-  pgid: number | null;
-  startTime: number | null;
-  mark: string | null;
-}
-
-export interface ReconcileVerdict {
-  status: "SESSION_RESUMABLE" | "NOT_RECOVERABLE" | "UNKNOWN";
-  /** false only when the group is proven gone; null when it cannot be checked. */
-  providerActive: boolean | null;
-}
-
 export interface RuntimeAdapter {
   readonly name: string;
   /** Never starts a run; bounded; a missing binary is `available: false`, not an error. */
   probe(): Promise<RuntimeInfo>;
   /** Starts a run, or resumes `ctx.continueNativeSessionId`. Spawn failures arrive as the outcome. */
   start(ctx: RunContext): RunHandle;
-  /** After a restart: classification and `provider_active` from the process-group check, no signals. */
-  reconcile(record: ReconcileRecord): ReconcileVerdict;
 }

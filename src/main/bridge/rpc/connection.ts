@@ -6,7 +6,9 @@
  * before it) and the connection closed. Offers `Connection`.
  */
 import type { Socket } from "bun";
-import { MAX_LINE_BYTES, type RpcResponse } from "../../../shared/bridge-protocol/envelope.ts";
+import type { RpcResponse } from "../../../shared/bridge-protocol/envelope.ts";
+import { byteSize } from "../../../shared/byte-size.ts";
+import { LIMITS } from "../../../shared/limits.ts";
 import { answerLine, type Dispatch } from "./dispatch.ts";
 import { type Frame, LineSplitter } from "./line-splitter.ts";
 import { type AllowedPeer, peerAllowed, socketFd } from "./peer-check.ts";
@@ -83,7 +85,7 @@ export class Connection {
   }
 
   private throttle(): void {
-    const backlog = this.queuedBytes + this.splitter.buffered > MAX_LINE_BYTES || this.unsent !== null;
+    const backlog = this.queuedBytes + this.splitter.buffered > LIMITS.max_line_bytes || this.unsent !== null;
     if (backlog && !this.paused) this.socket.pause();
     else if (!backlog && this.paused) this.socket.resume();
     this.paused = backlog;
@@ -95,7 +97,7 @@ export class Connection {
     try {
       for (let frame = this.queue.shift(); frame !== undefined && !this.closed; frame = this.queue.shift()) {
         if (frame.kind === "too_large") {
-          await this.hangUp(failure(null, "REQUEST_TOO_LARGE", "request line is over 1 MiB"));
+          await this.hangUp(failure(null, "REQUEST_TOO_LARGE", `request line is over ${byteSize(LIMITS.max_line_bytes)}`));
           return;
         }
         this.queuedBytes -= frame.bytes.length;

@@ -1,11 +1,11 @@
 /**
  * NDJSON framing for one connection (docs/bridge-rpc.md#socket-and-framing): bytes in, complete lines out, in order.
  * A line's LF is dropped (a `\r` before it stays: it is JSON whitespace). Once the bytes of one
- * line, complete or still unterminated, exceed `MAX_LINE_BYTES`, the splitter yields `too_large`
+ * line, complete or still unterminated, exceed `max_line_bytes` (limits.ts), the splitter yields `too_large`
  * and ignores all further input: the connection is about to be closed. Offers `LineSplitter` and
  * `Frame`.
  */
-import { MAX_LINE_BYTES } from "../../../shared/bridge-protocol/envelope.ts";
+import { LIMITS } from "../../../shared/limits.ts";
 
 export type Frame = { kind: "line"; bytes: Buffer } | { kind: "too_large" };
 
@@ -26,7 +26,7 @@ export class LineSplitter {
     const frames: Frame[] = [];
     let start = 0;
     for (let nl = chunk.indexOf(LF, start); nl !== -1; nl = chunk.indexOf(LF, start)) {
-      if (this.partBytes + (nl - start) > MAX_LINE_BYTES) return this.overflow(frames);
+      if (this.partBytes + (nl - start) > LIMITS.max_line_bytes) return this.overflow(frames);
       const piece = chunk.subarray(start, nl);
       frames.push({ kind: "line", bytes: this.parts.length === 0 ? piece : Buffer.concat([...this.parts, piece]) });
       this.parts = [];
@@ -36,7 +36,7 @@ export class LineSplitter {
     if (start < chunk.length) {
       this.parts.push(chunk.subarray(start));
       this.partBytes += chunk.length - start;
-      if (this.partBytes > MAX_LINE_BYTES) return this.overflow(frames);
+      if (this.partBytes > LIMITS.max_line_bytes) return this.overflow(frames);
     }
     return frames;
   }

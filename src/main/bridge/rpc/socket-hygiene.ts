@@ -30,6 +30,7 @@ import { createConnection } from "node:net";
 import { dirname, join } from "node:path";
 import type { SocketHandler, UnixSocketListener } from "bun";
 import { ServerFsError } from "../../../shared/errors.ts";
+import { dirMode, othersMayWrite, ownUid, socketMode } from "../../../shared/fs/modes.ts";
 
 /** The stale-socket connect probe (docs/bridge-rpc.md#limits). */
 const PROBE_TIMEOUT_MS = 500;
@@ -40,10 +41,8 @@ export interface BoundInode {
   ino: number;
 }
 
-const uid = () => process.getuid!();
 const unsafeDir = (phrase: string) => new ServerFsError("SOCKET_DIRECTORY_UNSAFE", phrase);
 const inUse = (phrase: string) => new ServerFsError("SOCKET_PATH_IN_USE", phrase);
-const dirMode = (sharingGid: number | null) => (sharingGid === null ? 0o700 : 0o750);
 
 function lstatOrNull(path: string): Stats | null {
   try {
@@ -79,7 +78,7 @@ function secureDir(path: string, sharingGid: number | null): void {
   }
   try {
     fchmodSync(fd, dirMode(sharingGid));
-    if (sharingGid !== null) fchownSync(fd, uid(), sharingGid);
+    if (sharingGid !== null) fchownSync(fd, ownUid(), sharingGid);
   } catch {
     throw unsafeDir("the socket directory's mode cannot be set");
   } finally {
@@ -91,8 +90,8 @@ function secureDir(path: string, sharingGid: number | null): void {
 function checkParent(dir: string, sharingGid: number | null): void {
   const st = lstatOrNull(dir);
   if (st === null || !st.isDirectory()) throw unsafeDir("the socket directory is not a real directory");
-  if (st.uid !== uid()) throw unsafeDir("the socket directory is owned by another user");
-  if ((st.mode & 0o022) !== 0) throw unsafeDir("the socket directory is writable by group or others");
+  if (st.uid !== ownUid()) throw unsafeDir("the socket directory is owned by another user");
+  if (othersMayWrite(st.mode)) throw unsafeDir("the socket directory is writable by group or others");
   secureDir(dir, sharingGid);
 }
 
@@ -121,7 +120,7 @@ const sameEntry = (a: Stats, b: Stats) => a.dev === b.dev && a.ino === b.ino && 
 async function clearSocketPath(socketPath: string): Promise<void> {
   const st = lstatOrNull(socketPath);
   if (st === null) return;
-  if (!st.isSocket() || st.uid !== uid()) throw inUse("something other than a Bridge socket is at the socket path");
+  if (!st.isSocket() || st.uid !== ownUid()) throw inUse("something other than a Bridge socket is at the socket path");
   const verdict = await probe(socketPath);
   if (verdict === "live") throw inUse("another Bridge is listening on the socket");
   if (verdict === "unknown") throw inUse("the socket at the socket path cannot be probed");
@@ -176,10 +175,10 @@ export function bindSocket<Data>(
   }
   try {
     // group first, so the group bits never apply to any group but G
-    if (sharingGid !== null) chownSync(temp, uid(), sharingGid);
-    chmodSync(temp, sharingGid === null ? 0o600 : 0o660);
+    if (sharingGid !== null) chownSync(temp, ownUid(), sharingGid);
+    chmodSync(temp, socketMode(sharingGid));
     const st = lstatSync(temp);
-    if (!st.isSocket() || st.uid !== uid()) throw inUse("the socket cannot be bound");
+    if (!st.isSocket() || st.uid !== ownUid()) throw inUse("the socket cannot be bound");
     try {
       linkSync(temp, socketPath);
     } catch {

@@ -3,7 +3,9 @@
  * success inline or spooled, a cancel, or a coded failure. Offers `onOutcome` and `settleFailure`.
  */
 import * as Comlink from "comlink";
+import { byteSize } from "../../../shared/byte-size.ts";
 import type { ErrorCode } from "../../../shared/errors.ts";
+import { LIMITS } from "../../../shared/limits.ts";
 import { classifyResult } from "../../../shared/spool.ts";
 import { isTerminal } from "../../../shared/store/index.ts";
 import type { ReportedOutcome } from "../../../workers/provider-protocol.ts";
@@ -21,7 +23,7 @@ export async function onOutcome(ctx: ServiceContext, taskId: string, outcome: Re
   const task = ctx.store.getTask(taskId);
   if (task?.status !== "running") return; // cancelled or interrupted meanwhile: the text is discarded
   const cls = classifyResult(outcome.utf8);
-  if (cls.storage === "too_large") return settleFailure(ctx, taskId, "AGENT_RESULT_TOO_LARGE", "the final response is larger than 8 MiB");
+  if (cls.storage === "too_large") return settleFailure(ctx, taskId, "AGENT_RESULT_TOO_LARGE", `the final response is larger than ${byteSize(LIMITS.max_spooled_result_bytes)}`);
   const completed = { type: "task.completed", payload: { result_storage: cls.storage, result_size_bytes: cls.size_bytes } };
   if (cls.storage === "inline") {
     ctx.unrecorded.attempt(taskId, () =>

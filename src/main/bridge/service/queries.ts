@@ -4,6 +4,7 @@
  */
 import type { Params } from "../../../shared/bridge-protocol/methods.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
+import { LIMITS } from "../../../shared/limits.ts";
 import { isTaskId } from "../../../shared/ids.ts";
 import { isTerminal, TASK_STATUSES, type TaskObject, type TaskStatus } from "../../../shared/store/index.ts";
 import { notFound, type ServiceContext } from "./context.ts";
@@ -36,8 +37,8 @@ export function listTasks(ctx: ServiceContext, p: Params<"task.list">) {
 export async function readEvents(ctx: ServiceContext, p: Params<"task.events">, signal?: AbortSignal) {
   const task = ctx.requireTask(p.task_id);
   const { after_event_id: after, limit, wait_ms: waitMs } = p;
-  if (after < 0 || limit < 1 || limit > 500 || waitMs < 0 || waitMs > 25_000) {
-    throw new ServerFsError("INVALID_LIMIT", "after_event_id must be ≥ 0, limit 1..500 and wait_ms 0..25000");
+  if (after < 0 || limit < 1 || limit > LIMITS.max_event_page || waitMs < 0 || waitMs > LIMITS.max_wait_ms) {
+    throw new ServerFsError("INVALID_LIMIT", `after_event_id must be ≥ 0, limit 1..${LIMITS.max_event_page} and wait_ms 0..${LIMITS.max_wait_ms}`);
   }
   let page = ctx.store.listEvents(p.task_id, after, limit);
   if (page.length === 0 && waitMs > 0 && !isTerminal(task.status) && !ctx.closing) {
@@ -71,7 +72,9 @@ export async function readResult(ctx: ServiceContext, p: Params<"task.result.rea
     throw new ServerFsError("AGENT_RESULT_NOT_RETRIEVABLE", "the task has no spooled result; read final_response from get_agent_task");
   }
   const { max_bytes: maxBytes, offset_bytes: offset } = p;
-  if (maxBytes < 1 || maxBytes > 65_536) throw new ServerFsError("INVALID_RESULT_LIMIT", "max_bytes must be 1..65536");
+  if (maxBytes < 1 || maxBytes > LIMITS.max_result_chunk_bytes) {
+    throw new ServerFsError("INVALID_RESULT_LIMIT", `max_bytes must be 1..${LIMITS.max_result_chunk_bytes}`);
+  }
   if (offset < 0) throw new ServerFsError("INVALID_RESULT_OFFSET", "offset_bytes must be ≥ 0");
   const chunk = await ctx.deps.spool.readSpoolChunk(ctx.deps.config.bridge.stateDir, task.task_id, task.result_size_bytes, offset, maxBytes);
   return { ...chunk, correlation_id: task.correlation_id };

@@ -8,12 +8,13 @@
  * root and only when the path policy allows the path; a path outside the workdir, or a hidden, denied
  * or reserved one, gets `"diff": null, "withheld": true` (its content never reaches the request).
  * Each diff is cut to 16 KiB (`truncated: true`); once 48 KiB of diffs are used, later changes carry
- * `"diff": null, "truncated": true`; the whole payload stays within 64 KiB.
+ * `"diff": null, "truncated": true`; the whole payload stays within `max_interaction_bytes` (limits.ts).
  *
  * Offers `describeRequest(kind, payload, ws)`.
  */
 import { closeSync, readSync } from "node:fs";
 import type { ProposedChange } from "../../../workers/providers/types.ts";
+import { LIMITS } from "../../../shared/limits.ts";
 import { OUTSIDE_MARK, Redactor } from "../../../shared/redact.ts";
 import { requestSummary } from "../../../shared/request-summary.ts";
 import { diffHeader, unifiedDiff } from "../../../shared/unified-diff.ts";
@@ -24,8 +25,6 @@ import { openExistingFile } from "../../mcp/mutation/existing-file.ts";
 
 export const DIFF_FILE_BYTES = 16_384;
 export const DIFF_REQUEST_BYTES = 49_152;
-/** The stored payload's limit (docs/task-model.md#human-in-the-loop-requests step 1), with room for the envelope around it. */
-const PAYLOAD_BYTES = 65_536;
 /** An existing file larger than this is not read for a diff: the human sees the kind only. */
 const READ_LIMIT_BYTES = 1_048_576;
 
@@ -134,8 +133,9 @@ export function describeRequest(kind: "approval" | "question", payload: Json, ws
   if (kind === "approval" && Array.isArray(payload["file_changes"])) {
     const redactor = new Redactor([ws.workdir.bridgePath, ws.realRoot]);
     let changes = describeChanges(ws, payload["file_changes"] as Json[], redactor);
-    // many paths can still crowd the limit: then the diffs go first, the paths and kinds stay
-    if (byteLength(JSON.stringify({ ...out, file_changes: changes })) > PAYLOAD_BYTES - 1024) {
+    // many paths can still crowd the stored payload's limit (1 KiB left for the summary added below):
+    // then the diffs go first, the paths and kinds stay
+    if (byteLength(JSON.stringify({ ...out, file_changes: changes })) > LIMITS.max_interaction_bytes - 1024) {
       changes = changes.map((c) => (c.diff === null ? c : { ...c, diff: null, truncated: true }));
     }
     out["file_changes"] = changes;

@@ -5,6 +5,7 @@
  * stopped and then lets go of guard, lease, timers and waiters. Offers `executeRun`.
  */
 import * as Comlink from "comlink";
+import type { Profile } from "../../../shared/config/schema.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { newMark } from "../../../shared/ids.ts";
 import { removeGuard, updateGuard } from "../../../shared/leases/guard-files.ts";
@@ -28,10 +29,10 @@ export async function executeRun(
   ws: Workspace,
   startDir: StartDirectory,
   prompt: string,
-  profile: "review" | "workspace-write",
+  profile: Profile,
   continueNativeSessionId: string | null,
 ): Promise<void> {
-  let report: RunReport = { started: false, leaderExited: true, pgid: null, startTime: null };
+  let report: RunReport = { started: false, pgid: null, startTime: null };
   try {
     const mark = newMark();
     run.litter = noteLitterBaseline(ws, ws.confine(ctx.store.getTask(run.taskId)!.relative_cwd).segments);

@@ -3,13 +3,17 @@
  * live run and `task.cancel`. Offers `sendMessage` and `cancelTask`.
  */
 import type { Params } from "../../../shared/bridge-protocol/methods.ts";
+import { byteSize } from "../../../shared/byte-size.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
+import { LIMITS } from "../../../shared/limits.ts";
 import { isTerminal } from "../../../shared/store/index.ts";
 import type { ServiceContext } from "./context.ts";
 
 export async function sendMessage(ctx: ServiceContext, p: Params<"task.message.send">) {
   if (p.message === "") throw new ServerFsError("INVALID_REQUEST", "message must not be empty");
-  if (Buffer.byteLength(p.message) > 65_536) throw new ServerFsError("AGENT_MESSAGE_TOO_LARGE", "the message is larger than 64 KiB");
+  if (Buffer.byteLength(p.message) > LIMITS.max_message_bytes) {
+    throw new ServerFsError("AGENT_MESSAGE_TOO_LARGE", `the message is larger than ${byteSize(LIMITS.max_message_bytes)}`);
+  }
   const task = ctx.requireTask(p.task_id);
   if (isTerminal(task.status)) throw new ServerFsError("AGENT_TASK_TERMINAL", "the task has ended; submit a continuation instead");
   if (task.status === "queued" || !ctx.runs.has(p.task_id)) throw new ServerFsError("AGENT_TASK_NOT_ACTIVE", "the task cannot take a message yet");

@@ -4,26 +4,20 @@
  */
 import { canonicalJson, sha256Hex } from "../../../shared/canonical-json.ts";
 import { modeRank } from "../../../shared/config/load.ts";
+import type { Profile } from "../../../shared/config/schema.ts";
+import { byteSize } from "../../../shared/byte-size.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { openDirPath, closeQuietly } from "../../../shared/fs/dir-handle.ts";
 import { type DirIdentity, identityOfFd, type VerifiedStartDir } from "../../../shared/fs/start-directory.ts";
+import { LIMITS } from "../../../shared/limits.ts";
 import { byteLength } from "../../../shared/utf8.ts";
 import type { Workspace } from "../../../shared/workspace.ts";
 
-const CONTROL = /[\u0000-\u001f\u007f]/;
-
-/** `correlation_id` / `idempotency_key`: "" is null; else 1..256 bytes, no control characters. */
-export function opaqueValue(value: string | null | undefined, name: string): string | null {
-  if (value === undefined || value === null || value === "") return null;
-  if (byteLength(value) > 256 || CONTROL.test(value)) {
-    throw new ServerFsError("INVALID_REQUEST", `${name} must be at most 256 bytes without control characters`);
-  }
-  return value;
-}
-
 export function checkPrompt(prompt: string): void {
   if (prompt === "") throw new ServerFsError("INVALID_REQUEST", "prompt must not be empty");
-  if (byteLength(prompt) > 65_536) throw new ServerFsError("AGENT_PROMPT_TOO_LARGE", "the prompt is larger than 64 KiB");
+  if (byteLength(prompt) > LIMITS.max_prompt_bytes) {
+    throw new ServerFsError("AGENT_PROMPT_TOO_LARGE", `the prompt is larger than ${byteSize(LIMITS.max_prompt_bytes)}`);
+  }
 }
 
 /** Step 5: no NUL, not absolute, no `..`; `""` and `"."` both mean the root. */
@@ -61,7 +55,7 @@ export function requestFingerprint(f: FingerprintInput): string {
 }
 
 /** Step 9, policy authorization (alias already resolved). */
-export function authorize(ws: Workspace, runtime: string, profile: "review" | "workspace-write"): void {
+export function authorize(ws: Workspace, runtime: string, profile: Profile): void {
   const p = ws.policy;
   if (p.agent_mode === "disabled") throw new ServerFsError("AGENT_DISABLED", "agent tasks are disabled for this workdir");
   if (!(p.agent_runtimes as string[]).includes(runtime)) {

@@ -10,6 +10,7 @@ import { isTaskId, newTaskId } from "../../../shared/ids.ts";
 import { type Guard, publishGuard, removeGuard } from "../../../shared/leases/guard-files.ts";
 import { acquireLease, type Lease } from "../../../shared/leases/lock-files.ts";
 import { buildManifest } from "../../../shared/manifest.ts";
+import { opaqueValue } from "../../../shared/opaque-value.ts";
 import { collectIfExpired } from "../../../shared/retention.ts";
 import { isStorageFault } from "../../../shared/storage-fault.ts";
 import { isTerminal, type Store, type TaskRow } from "../../../shared/store/index.ts";
@@ -21,12 +22,12 @@ import { onDeadline } from "./expiry.ts";
 import type { LiveRun } from "./live-runs.ts";
 import { lazyReconcile } from "./recovery.ts";
 import { executeRun } from "./run-lifecycle.ts";
-import { authorize, checkPrompt, normalizeStartPath, opaqueValue, requestFingerprint, resolveStartDirectory } from "./submission-checks.ts";
+import { authorize, checkPrompt, normalizeStartPath, requestFingerprint, resolveStartDirectory } from "./submission-checks.ts";
 
 export async function submitTask(ctx: ServiceContext, p: Params<"task.submit">) {
   if (ctx.closing) throw new ServerFsError("BRIDGE_CLOSED", "the Bridge is shutting down");
-  const correlationId = opaqueValue(p.correlation_id, "correlation_id");
-  const idempotencyKey = opaqueValue(p.idempotency_key, "idempotency_key");
+  const correlationId = opaqueValue(p.correlation_id, "correlation_id", "INVALID_REQUEST");
+  const idempotencyKey = opaqueValue(p.idempotency_key, "idempotency_key", "INVALID_REQUEST");
   // step 3 without the wait: the pass runs beside the submit; the lookup below frees an expired key itself
   ctx.requestGc();
   checkPrompt(p.prompt);

@@ -6,7 +6,7 @@
 import * as v from "valibot";
 import type { Method, ParamsInput } from "../../../shared/bridge-protocol/methods.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
-import { byteLength } from "../../../shared/utf8.ts";
+import { LIMITS } from "../../../shared/limits.ts";
 import type { McpDeps } from "../deps.ts";
 import { textParam } from "../params.ts";
 import { type Annotations, defineTool, type ObjectSchema, type ToolCall, type ToolDef } from "../tool.ts";
@@ -39,21 +39,10 @@ export const AGENT_AUDIT = { schema_version: 1 } as const;
 
 export const taskIdParam = () => textParam("The task's id, as submit_agent_task returned it.");
 
-const CONTROL = /[\u0000-\u001f\u007f]/;
-const OPAQUE_MAX_BYTES = 256;
 
-/** The schema of correlation_id / idempotency_key; `opaqueValue` checks what the schema cannot. */
+/** The schema of correlation_id / idempotency_key; `opaqueValue` (opaque-value.ts) checks what the schema cannot. */
 export const opaqueTextParam = (about: string) =>
-  v.optional(textParam(`${about} At most ${OPAQUE_MAX_BYTES} UTF-8 bytes, no control characters; "" is the same as absent.`));
-
-/** correlation_id / idempotency_key (docs/mcp-tools.md#mcp-side-checks): "" is absent; else bounded, no control characters. */
-export function opaqueValue(value: string | undefined, name: string): string | undefined {
-  if (value === undefined || value === "") return undefined;
-  if (byteLength(value) > OPAQUE_MAX_BYTES || CONTROL.test(value)) {
-    throw new ServerFsError("INVALID_ARGUMENT", `${name} must be at most ${OPAQUE_MAX_BYTES} bytes without control characters`);
-  }
-  return value;
-}
+  v.optional(textParam(`${about} At most ${LIMITS.max_opaque_bytes} UTF-8 bytes, no control characters; "" is the same as absent.`));
 
 /** Validates the Bridge's answer against the tool's output shape; NaN and Infinity never parse from JSON. */
 export function expectShape<T extends v.GenericSchema>(schema: T, value: unknown): v.InferOutput<T> {

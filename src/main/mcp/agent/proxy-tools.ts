@@ -4,7 +4,8 @@
  */
 import * as v from "valibot";
 import { byteLength } from "../../../shared/utf8.ts";
-import { FIXED_LIMITS } from "../../../shared/manifest.ts";
+import { byteSize } from "../../../shared/byte-size.ts";
+import { LIMITS } from "../../../shared/limits.ts";
 import { choiceParam, intParam, listParam, nonEmptyListParam, textParam, withDefault } from "../params.ts";
 import type { ToolDef } from "../tool.ts";
 import { AGENT_READ, type AgentDeps, agentAnnotations, proxyTool, taskIdParam } from "./agent-tool.ts";
@@ -19,10 +20,6 @@ import {
   TaskResult,
 } from "./schemas.ts";
 
-/** read_agent_task_events bounds, the Bridge's (docs/bridge-rpc.md#long-polls). */
-const MAX_EVENTS = 500;
-const MAX_WAIT_MS = 25_000;
-
 /**
  * The largest result chunk that stays inline in Claude Code, which inlines a result only up to about
  * 45 KB of text and otherwise shows the model a 2 KB preview (docs/hosts.md): its JSON, escaping
@@ -35,7 +32,7 @@ export function proxyTools(deps: AgentDeps): Record<string, ToolDef> {
     get_agent_task: proxyTool(deps, {
       name: "get_agent_task",
       title: "Get an agent task",
-      description: `The task's status, timestamps, result facts (storage, size, sha256), any pending approval or question, the manifest and final_response (the inline text, or a ${FIXED_LIMITS.result_preview_bytes / 1024} KiB preview of a spooled one, which read_agent_task_result reads whole), in that order.`,
+      description: `The task's status, timestamps, result facts (storage, size, sha256), any pending approval or question, the manifest and final_response (the inline text, or a ${byteSize(LIMITS.result_preview_bytes)} preview of a spooled one, which read_agent_task_result reads whole), in that order.`,
       annotations: AGENT_READ,
       input: v.strictObject({ task_id: taskIdParam() }),
       output: TaskResult,
@@ -57,9 +54,9 @@ export function proxyTools(deps: AgentDeps): Record<string, ToolDef> {
       input: v.strictObject({
         task_id: taskIdParam(),
         after_event_id: withDefault(intParam("Return the events after this event_id: 0 from the start, then the last next_after_event_id.", { min: 0 }), 0),
-        limit: withDefault(intParam("The most events to return.", { min: 1, max: MAX_EVENTS }), 100),
+        limit: withDefault(intParam("The most events to return.", { min: 1, max: LIMITS.max_event_page }), LIMITS.default_page),
         wait_ms: withDefault(
-          intParam("With no event after the cursor yet, wait up to this many milliseconds for one (0: answer at once).", { min: 0, max: MAX_WAIT_MS }),
+          intParam("With no event after the cursor yet, wait up to this many milliseconds for one (0: answer at once).", { min: 0, max: LIMITS.max_wait_ms }),
           0,
         ),
       }),
@@ -146,7 +143,7 @@ export function proxyTools(deps: AgentDeps): Record<string, ToolDef> {
       title: "Steer an agent task",
       description: "Send a steering message to a running task (runtimes with live steering only).",
       annotations: agentAnnotations(false, true, false),
-      input: v.strictObject({ task_id: taskIdParam(), message: textParam(`The steering message, at most ${FIXED_LIMITS.max_message_bytes} UTF-8 bytes.`) }),
+      input: v.strictObject({ task_id: taskIdParam(), message: textParam(`The steering message, at most ${LIMITS.max_message_bytes} UTF-8 bytes.`) }),
       output: MessageResult,
       method: "task.message.send",
       params: (a) => ({ task_id: a.task_id, message: a.message }),
@@ -180,9 +177,9 @@ export function proxyTools(deps: AgentDeps): Record<string, ToolDef> {
         max_bytes: withDefault(
           intParam(
             `The most bytes of text in the chunk (cut back to a whole character). Up to ${HOST_INLINE_CHUNK_BYTES} keeps a chunk of ordinary text inline in hosts that inline results only up to about 45 KB, such as Claude Code.`,
-            { min: 1, max: FIXED_LIMITS.max_result_chunk_bytes },
+            { min: 1, max: LIMITS.max_result_chunk_bytes },
           ),
-          FIXED_LIMITS.max_result_chunk_bytes,
+          LIMITS.max_result_chunk_bytes,
         ),
       }),
       output: ResultChunk,

@@ -9,12 +9,13 @@ import * as v from "valibot";
 import { modeRank } from "../../../shared/config/load.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { closeQuietly, openDirPath } from "../../../shared/fs/dir-handle.ts";
+import { LIMITS } from "../../../shared/limits.ts";
+import { opaqueValue } from "../../../shared/opaque-value.ts";
 import { byteLength } from "../../../shared/utf8.ts";
 import { requireWorkspace } from "../deps.ts";
-import { FIXED_LIMITS } from "../../../shared/manifest.ts";
 import { choiceParam, pathParam, textParam, withDefault, workdirParam } from "../params.ts";
 import { defineTool, type ToolDef } from "../tool.ts";
-import { AGENT_AUDIT, type AgentDeps, agentAnnotations, expectShape, opaqueTextParam, opaqueValue } from "./agent-tool.ts";
+import { AGENT_AUDIT, type AgentDeps, agentAnnotations, expectShape, opaqueTextParam } from "./agent-tool.ts";
 import { SubmitResult } from "./schemas.ts";
 
 export function submitAgentTask(deps: AgentDeps): ToolDef {
@@ -28,7 +29,7 @@ export function submitAgentTask(deps: AgentDeps): ToolDef {
     input: v.strictObject({
       runtime: choiceParam(runtimes, "The coding agent to run; the workdir's agent_runtimes must allow it."),
       workdir: workdirParam(),
-      prompt: textParam(`The task for the agent, at most ${FIXED_LIMITS.max_prompt_bytes} UTF-8 bytes.`),
+      prompt: textParam(`The task for the agent, at most ${LIMITS.max_prompt_bytes} UTF-8 bytes.`),
       path: withDefault(pathParam("The directory the agent starts in."), ""),
       profile: withDefault(
         choiceParam(["review", "workspace-write"], "review only reads; workspace-write may change files. It may not outrank the workdir's agent_mode."),
@@ -43,8 +44,8 @@ export function submitAgentTask(deps: AgentDeps): ToolDef {
     auditFields: AGENT_AUDIT,
     taskSupport: "optional",
     async run(args, call) {
-      const correlationId = opaqueValue(args.correlation_id, "correlation_id");
-      const idempotencyKey = opaqueValue(args.idempotency_key, "idempotency_key");
+      const correlationId = opaqueValue(args.correlation_id, "correlation_id", "INVALID_ARGUMENT");
+      const idempotencyKey = opaqueValue(args.idempotency_key, "idempotency_key", "INVALID_ARGUMENT");
       Object.assign(call.audit, {
         correlation_id: correlationId ?? null,
         runtime: args.runtime,

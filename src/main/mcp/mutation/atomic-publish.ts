@@ -14,6 +14,7 @@ import { type BigIntStats, fchmodSync, fchownSync, fsyncSync, linkSync, renameSy
 import { ServerFsError } from "../../../shared/errors.ts";
 import { copyXattrs } from "../../../shared/ffi/xattr.ts";
 import { at, lstatAt } from "../../../shared/fs/dir-handle.ts";
+import { permissionBits } from "../../../shared/fs/modes.ts";
 import { osCode, osError } from "../../../shared/fs/os-errors.ts";
 import type { OpenFile } from "./existing-file.ts";
 import { requireRevisionByName } from "./expected-revision.ts";
@@ -21,7 +22,6 @@ import { createLockedTemp, dropTemp, removeStaleTemps, unlinkTempName } from "./
 
 /** A new file's permission bits: 0666 less the process umask (docs/mcp-tools.md#atomic-publish). */
 const NEW_FILE_MODE = 0o666;
-const PERMISSION_BITS = 0o7777n;
 
 export interface PublishScope {
   where: string;
@@ -156,7 +156,7 @@ export function publishReplacement(
   return throughTemp(dirFd, bytes, scope, {
     beforeContent: (tmpFd) => preserving(where, () => fchownSync(tmpFd, Number(target.st.uid), Number(target.st.gid))),
     afterContent: (tmpFd) => preserving(where, () => copyXattrs(target.fd, tmpFd)),
-    finalMode: (tmpFd) => preserving(where, () => fchmodSync(tmpFd, Number(target.st.mode & PERMISSION_BITS))),
+    finalMode: (tmpFd) => preserving(where, () => fchmodSync(tmpFd, permissionBits(Number(target.st.mode)))),
     commit: (tmp) => {
       requireRevisionByName(dirFd, name, expectedRevision, where);
       try {

@@ -11,6 +11,7 @@ import { opendir } from "node:fs/promises";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { tryLockExclusive } from "../../../shared/ffi/libc.ts";
 import { at, closeQuietly, lstatAt, O_CLOEXEC, self } from "../../../shared/fs/dir-handle.ts";
+import { PRIVATE_FILE } from "../../../shared/fs/modes.ts";
 import { osError } from "../../../shared/fs/os-errors.ts";
 import { random16Hex } from "../../../shared/ids.ts";
 
@@ -20,8 +21,6 @@ const TEMP_NAME = /^\.serverfs-tmp-[0-9a-f]{16}$/;
 
 /** Created exclusively, never through a link. */
 const CREATE_FLAGS = constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY | constants.O_NOFOLLOW | O_CLOEXEC;
-/** Owner-only before the first byte is written; the umask can only narrow it. */
-const TEMP_MODE = 0o600;
 /** A cleaner probes without following a link and without blocking on a FIFO swapped in. */
 const PROBE_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | O_CLOEXEC;
 /** A cleaner can take a fresh name between our create and our lock; a new name then succeeds. */
@@ -41,7 +40,8 @@ export function createLockedTemp(dirFd: number, where: string): TempFile {
     const name = `${TEMP_PREFIX}${random16Hex()}`;
     let fd: number;
     try {
-      fd = openSync(at(dirFd, name), CREATE_FLAGS, TEMP_MODE);
+      // owner-only before the first byte is written; the umask can only narrow it
+      fd = openSync(at(dirFd, name), CREATE_FLAGS, PRIVATE_FILE);
     } catch (e) {
       throw osError(e, "mutation", where);
     }

@@ -5,19 +5,14 @@
  * so a directory that lists as empty is not refused because of a crash.
  */
 import { fstatSync, opendirSync, rmdirSync } from "node:fs";
-import * as v from "valibot";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { at, closeQuietly, lstatAt, openDirAt, self } from "../../../shared/fs/dir-handle.ts";
 import { osError } from "../../../shared/fs/os-errors.ts";
 import { entryType } from "../../../shared/fs/stat.ts";
 import type { McpDeps } from "../deps.ts";
 import { requireRevision, requireRevisionByName } from "../mutation/expected-revision.ts";
-import { runMutation } from "../mutation/pipeline.ts";
 import { isTempName, removeIfStale } from "../mutation/temp-files.ts";
-import { pathParam, revisionParam, workdirParam } from "../params.ts";
-import { defineTool } from "../tool.ts";
-
-const Output = v.strictObject({ workdir: v.string(), path: v.string(), deleted: v.literal(true), revision_deleted: v.string() });
+import { deleteTool } from "./delete-tool.ts";
 
 const notEmpty = (where: string) => new ServerFsError("DIRECTORY_NOT_EMPTY", `${where} is not empty`);
 const stillWriting = (where: string) =>
@@ -42,56 +37,39 @@ function requireEmptyAfterCleanup(dirFd: number, where: string): void {
 }
 
 export const deleteDirectory = (deps: McpDeps) =>
-  defineTool({
+  deleteTool(deps, {
     name: "delete_directory",
     title: "Delete a directory",
     description:
       "Delete one empty directory (read-write workdirs only). Needs its current revision from stat_file; a directory holding anything, hidden entries included, is refused.",
-    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
-    input: v.strictObject({
-      workdir: workdirParam(),
-      path: pathParam("The empty directory to delete."),
-      expected_revision: revisionParam("stat_file"),
-    }),
-    output: Output,
-    unexpected: "MUTATION_FAILED",
-    run(args, call) {
-      return runMutation(deps, call, {
-        tool: "delete_directory",
-        workdir: args.workdir,
-        path: args.path,
-        commit(scope) {
-          const { where } = scope;
-          return scope.exclusive(() => scope.inParent("PATH_NOT_FOUND", (parentFd, name) => {
-            let type: ReturnType<typeof entryType>;
-            try {
-              type = entryType(lstatAt(parentFd, name));
-            } catch (e) {
-              throw osError(e, "mutation", where);
-            }
-            if (type === "symlink") throw new ServerFsError("SYMLINK_NOT_ALLOWED", `${where} is a symlink, which is not followed`);
-            if (type !== "directory") throw new ServerFsError("NOT_A_DIRECTORY", `${where} is not a directory`);
-            const dirFd = openDirAt(parentFd, name, { where, side: "mutation" });
-            try {
-              requireRevision(fstatSync(dirFd, { bigint: true }), args.expected_revision, where);
-              requireRevisionByName(parentFd, name, args.expected_revision, where);
-              requireEmptyAfterCleanup(dirFd, where);
-            } catch (e) {
-              throw osError(e, "mutation", where);
-            } finally {
-              closeQuietly(dirFd);
-            }
-            try {
-              rmdirSync(at(parentFd, name));
-            } catch (e) {
-              // An entry that appeared since the check.
-              throw osError(e, "mutation", where, { ENOTEMPTY: "DIRECTORY_NOT_EMPTY", EEXIST: "DIRECTORY_NOT_EMPTY" });
-            }
-            scope.syncDirectory(parentFd);
-            call.audit["revision"] = args.expected_revision;
-            return { workdir: scope.ws.alias, path: scope.path, deleted: true, revision_deleted: args.expected_revision };
-          }));
-        },
-      });
+    pathAbout: "The empty directory to delete.",
+    revisionFrom: "stat_file",
+    extraOutput: {},
+    remove(parentFd, name, revision, where) {
+      let type: ReturnType<typeof entryType>;
+      try {
+        type = entryType(lstatAt(parentFd, name));
+      } catch (e) {
+        throw osError(e, "mutation", where);
+      }
+      if (type === "symlink") throw new ServerFsError("SYMLINK_NOT_ALLOWED", `${where} is a symlink, which is not followed`);
+      if (type !== "directory") throw new ServerFsError("NOT_A_DIRECTORY", `${where} is not a directory`);
+      const dirFd = openDirAt(parentFd, name, { where, side: "mutation" });
+      try {
+        requireRevision(fstatSync(dirFd, { bigint: true }), revision, where);
+        requireRevisionByName(parentFd, name, revision, where);
+        requireEmptyAfterCleanup(dirFd, where);
+      } catch (e) {
+        throw osError(e, "mutation", where);
+      } finally {
+        closeQuietly(dirFd);
+      }
+      try {
+        rmdirSync(at(parentFd, name));
+      } catch (e) {
+        // An entry that appeared since the check.
+        throw osError(e, "mutation", where, { ENOTEMPTY: "DIRECTORY_NOT_EMPTY", EEXIST: "DIRECTORY_NOT_EMPTY" });
+      }
+      return {};
     },
   });
