@@ -11,6 +11,7 @@ import { lockPath } from "../../src/shared/leases/lock-files.ts";
 import { PROVIDER_MARK_VARIABLE, readProcStat, terminateProcessGroup } from "../../src/shared/process-group.ts";
 import { Store, type TaskRow } from "../../src/shared/store/index.ts";
 import { type BridgeEnv, type BridgeEnvOptions, type BridgeProcess, bridgeEnv } from "../helpers/bridge.ts";
+import { poll } from "../helpers/poll.ts";
 import { tempDir } from "../helpers/workspace.ts";
 
 const QUICK = { graceMs: 200, verifyMs: 3000, pollMs: 20 };
@@ -69,15 +70,6 @@ export function watchProviders(dir: string): { stop(): Promise<number[]> } {
       return [...seen];
     },
   };
-}
-
-export async function until(cond: () => boolean, ms = 10_000): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) return false;
-    await Bun.sleep(25);
-  }
-  return true;
 }
 
 /** A task row as the Bridge stored it, through its own store module (a connection of our own). */
@@ -179,12 +171,15 @@ export function startStray(mark: string = newMark()): Stray {
     mark,
     async child() {
       let found: number | undefined;
-      await until(() => {
-        found = groupMembers(proc.pid).find((p) => p !== proc.pid);
-        return found !== undefined;
-      });
-      if (found === undefined) throw new Error("the stray's grandchild did not start");
-      return found;
+      await poll(
+        () => {
+          found = groupMembers(proc.pid).find((p) => p !== proc.pid);
+          return found !== undefined;
+        },
+        10_000,
+        "the stray's grandchild starting",
+      );
+      return found!;
     },
   };
   strays.push(stray);

@@ -206,13 +206,16 @@ export async function call<T = Record<string, unknown>>(socketPath: string, meth
 
 /** Polls task.get until `until(task)` holds. */
 export async function waitForTask(socketPath: string, taskId: string, until: (t: Record<string, unknown>) => boolean, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const t = await call(socketPath, "task.get", { task_id: taskId });
-    if (until(t)) return t;
-    if (Date.now() > deadline) throw new Error(`task ${taskId} stuck in ${String(t["status"])}`);
-    await Bun.sleep(50);
-  }
+  let last: Record<string, unknown> = {};
+  await poll(
+    async () => {
+      last = await call(socketPath, "task.get", { task_id: taskId });
+      return until(last);
+    },
+    timeoutMs,
+    () => `task ${taskId} (stuck in ${String(last["status"])}) reaching the state`,
+  );
+  return last;
 }
 
 export const TERMINAL = new Set(["succeeded", "failed", "cancelled", "interrupted"]);
