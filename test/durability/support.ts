@@ -3,7 +3,7 @@
  * an MCP role would see, task rows as the Bridge wrote them, and strays that ignore SIGTERM. Every
  * process a test starts, or a killed Bridge leaves, is reaped through `cleanup` in `afterAll`.
  */
-import { closeSync, constants, openSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
+import { closeSync, constants, openSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { tryLockExclusive, unlock } from "../../src/shared/ffi/libc.ts";
 import { newMark, newTaskId } from "../../src/shared/ids.ts";
 import { guardPath, readGuard } from "../../src/shared/leases/guard-files.ts";
@@ -12,35 +12,12 @@ import { PROVIDER_MARK_VARIABLE, readProcStat, terminateProcessGroup } from "../
 import { Store, type TaskRow } from "../../src/shared/store/index.ts";
 import { type BridgeEnv, type BridgeEnvOptions, type BridgeProcess, bridgeEnv } from "../helpers/bridge.ts";
 import { poll } from "../helpers/poll.ts";
+import { groupMembers, livePids } from "../helpers/proc-scan.ts";
 import { tempDir } from "../helpers/workspace.ts";
 
+export { carriesMark, groupMembers, isAlive, livePids } from "../helpers/proc-scan.ts";
+
 const QUICK = { graceMs: 200, verifyMs: 3000, pollMs: 20 };
-
-/** Live (not zombie) processes matching `pred`. */
-export function livePids(pred: (pid: number) => boolean): number[] {
-  return readdirSync("/proc")
-    .map(Number)
-    .filter((pid) => Number.isSafeInteger(pid) && pid > 0)
-    .filter((pid) => {
-      const s = readProcStat(pid);
-      return s !== null && s.state !== "Z" && s.state !== "X" && pred(pid);
-    });
-}
-
-export const groupMembers = (pgid: number): number[] => livePids((pid) => readProcStat(pid)?.pgrp === pgid);
-
-export function carriesMark(pid: number, mark: string): boolean {
-  try {
-    return readFileSync(`/proc/${pid}/environ`, "latin1").split("\0").includes(`${PROVIDER_MARK_VARIABLE}=${mark}`);
-  } catch {
-    return false;
-  }
-}
-
-export const isAlive = (pid: number): boolean => {
-  const s = readProcStat(pid);
-  return s !== null && s.state !== "Z" && s.state !== "X";
-};
 
 /** Fake provider processes running in `dir` (a re-run would be one of them). */
 export function fakeProvidersIn(dir: string): number[] {
