@@ -29,6 +29,7 @@ import {
   submit,
   waitForTask,
 } from "./support.ts";
+import { AGENT_TOOLS } from "../helpers/tool-names.ts";
 
 /** Every canary carries this marker; it must never reach a log. Correlation ids and keys are logged, so they never carry it. */
 const MARKER = `cnry${randomBytes(6).toString("hex")}`;
@@ -641,17 +642,7 @@ describe("the Agent tools over Streamable HTTP", () => {
 describe("correlation_id and metadata-only audit records", () => {
   test("every Agent tool_call record carries schema_version 1 and the task's correlation_id", async () => {
     await eventually(() => stdio.audit().some((r) => r["tool"] === "read_agent_task_result" && r["success"] === true));
-    const agentTools = new Set([
-      "list_agent_runtimes",
-      "submit_agent_task",
-      "get_agent_task",
-      "read_agent_task_events",
-      "respond_agent_approval",
-      "answer_agent_question",
-      "send_agent_message",
-      "cancel_agent_task",
-      "read_agent_task_result",
-    ]);
+    const agentTools = new Set(AGENT_TOOLS);
     const records = stdio.audit().filter((r) => r["event"] === "tool_call" && agentTools.has(String(r["tool"])));
     expect(new Set(records.map((r) => r["tool"]))).toEqual(agentTools);
     for (const r of records) expect({ tool: r["tool"], schema_version: r["schema_version"] }).toEqual({ tool: r["tool"], schema_version: 1 });
