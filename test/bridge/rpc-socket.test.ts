@@ -227,6 +227,7 @@ describe("shutdown step 1", () => {
     const polling = await RawConnection.open(p);
     const idle = await RawConnection.open(p);
     polling.send(`${request("task.events", { task_id: "t", wait_ms: 8000 }, "poll")}\n`);
+    // a moment for the poll to reach its handler: an in-flight poll is the case under test
     await Bun.sleep(100);
     const started = Date.now();
     await s.close();

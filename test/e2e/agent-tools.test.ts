@@ -221,6 +221,8 @@ describe("wait_ms and send_agent_message (steer)", () => {
   test("a waiting read returns as soon as an event is appended, long before wait_ms", async () => {
     const t0 = performance.now();
     const waiting = mcp.call("read_agent_task_events", { task_id: taskId, after_event_id: cursor, wait_ms: 25_000 });
+    // not synchronization: the read answers the same if the message comes first; the pause makes it
+    // come while the read is waiting, the case under test
     await Bun.sleep(300);
     const sent = await ok(mcp, "send_agent_message", { task_id: taskId, message: CANARY.steer });
     expect(sent).toEqual({ task_id: taskId, accepted: true, correlation_id: "corr-steer" });

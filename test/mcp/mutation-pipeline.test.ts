@@ -180,7 +180,8 @@ describe("common pipeline: order of checks", () => {
     const failed = await callAudited(mcp, "create_directory", { workdir: "rw", path: "audited-dir" });
     expect(errorCode(failed.result)).toBe("PATH_ALREADY_EXISTS");
     expect(failed.record).toMatchObject({ success: false, error_code: "PATH_ALREADY_EXISTS", path: "audited-dir" });
-    await Bun.sleep(50);
+    // records are written in call order: once a later call's record is there, a late duplicate would be too
+    await callAudited(mcp, "list_workdirs");
     const records = mcp.audit().filter((r) => r["event"] === "tool_call" && r["path"] === "audited-dir");
     expect(records).toHaveLength(2);
   });
