@@ -13,7 +13,8 @@
  */
 import { rmSync } from "node:fs";
 import { FAKE_RUN_LOG_VARIABLE } from "../../src/workers/fake-provider.ts";
-import { aliasOf, mcpView, until, writeEnv } from "../../test/durability/support.ts";
+import { holdsWithin } from "../../test/helpers/poll.ts";
+import { aliasOf, mcpView, writeEnv } from "../../test/durability/support.ts";
 import { type EventEnvelope, isTerminalTask, rpc, startBridgeProcess, waitForTask } from "../../test/helpers/bridge.ts";
 import { fill, mountTmpfs, unmount } from "../../test/helpers/tmpfs.ts";
 import { finish, progress, seeded, sizeFlags, Violations } from "./lib/ground.ts";
@@ -106,14 +107,14 @@ async function round(n: number, bridgeAlive: () => boolean): Promise<void> {
     if (!ENDS.has(end)) v.add("wrong_outcome", `round ${n}: ${end}`);
   }
   for (let slot = 1; slot <= SLOTS; slot++) {
-    if (!(await until(() => mcpView(view.lockDir, slot) === "free", 30_000))) v.add("not_recovered", `round ${n}: slot ${slot} reads ${mcpView(view.lockDir, slot)}`);
+    if (!(await holdsWithin(() => mcpView(view.lockDir, slot) === "free", 30_000))) v.add("not_recovered", `round ${n}: slot ${slot} reads ${mcpView(view.lockDir, slot)}`);
   }
   recoveryMs.push(performance.now() - freed);
   const fresh = await submit("workspace-write", 1, `complete:fresh${n}`, `fresh${n}`, false);
   const done = fresh === null ? null : await waitForTask(view.socketPath, fresh, isTerminalTask, 30_000);
   if (done?.["status"] !== "succeeded") v.add("not_recovered", `round ${n}: a new write task ended ${String(done?.["status"])}`);
   // its finally path removes the guard after the terminal state is recorded
-  if (!(await until(() => mcpView(view.lockDir, 1) === "free", 30_000))) v.add("guard_left", `round ${n}: the new write task's guard stays`);
+  if (!(await holdsWithin(() => mcpView(view.lockDir, 1) === "free", 30_000))) v.add("guard_left", `round ${n}: the new write task's guard stays`);
 }
 
 const started = performance.now();

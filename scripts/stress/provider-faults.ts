@@ -13,7 +13,8 @@
  */
 import { readFileSync } from "node:fs";
 import { FAKE_RUN_LOG_VARIABLE } from "../../src/workers/fake-provider.ts";
-import { aliasOf, mcpView, taskRow, until, writeEnv } from "../../test/durability/support.ts";
+import { holdsWithin } from "../../test/helpers/poll.ts";
+import { aliasOf, mcpView, taskRow, writeEnv } from "../../test/durability/support.ts";
 import { call, isTerminalTask, markedProcesses, rpc, startBridgeProcess, waitForTask } from "../../test/helpers/bridge.ts";
 import { finish, progress, sizeFlags, Violations } from "./lib/ground.ts";
 import { generationEnv, killGenerations, taggedProcesses } from "./lib/generations.ts";
@@ -78,7 +79,7 @@ async function one(f: Fault, slot: number, round: number): Promise<void> {
   if (t["status"] !== f.status || t["error_code"] !== f.errorCode) {
     v.add("wrong_outcome", `${f.fault} (round ${round}): ${String(t["status"])} ${String(t["error_code"])}, expected ${f.status} ${f.errorCode}`);
   }
-  const free = await until(() => mcpView(view.lockDir, slot) === "free", STOP_BOUND_MS + 10_000);
+  const free = await holdsWithin(() => mcpView(view.lockDir, slot) === "free", STOP_BOUND_MS + 10_000);
   const freeMs = performance.now() - t0;
   if (!free) v.add("slot_not_freed", `${f.fault} (round ${round}): slot ${slot} reads ${mcpView(view.lockDir, slot)}`);
   else if (freeMs > STOP_BOUND_MS) v.add("slow_stop", `${f.fault} (round ${round}): slot free after ${Math.round(freeMs)} ms`);

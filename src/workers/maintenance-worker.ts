@@ -6,6 +6,7 @@
  * proxied host, which acts.
  */
 import { exposeApi } from "../shared/comlink-worker.ts";
+import { ServerFsError } from "../shared/errors.ts";
 import { guardedSlots, readGuard } from "../shared/leases/guard-files.ts";
 import { checkVerdict, evidenceOfGuard, evidenceOfTask, type SweepFinding } from "../shared/leases/reconcile-verdict.ts";
 import { collectGarbage, type GcResult } from "../shared/retention.ts";
@@ -21,6 +22,27 @@ export interface MaintenanceHost {
   liveTaskIds(): string[] | Promise<string[]>;
   /** Proven-gone providers of guards and runner-less active tasks, for the task service to act on. */
   providersGone(findings: SweepFinding[]): void;
+  /** A pass ran to its end: the Bridge logs it, so an operator (and a test) can see the passes happen. */
+  passed(report: PassReport): void;
+  /** A pass stopped at `step`; only the error's type crosses, never its message (it may name a path). */
+  passFailed(failure: PassFailure): void;
+}
+
+export interface PassReport {
+  gc_deleted: number;
+  gc_skipped: number;
+  /** Gone verdicts handed to the task service. */
+  findings: number;
+  duration_ms: number;
+}
+
+export type PassStep = "gc" | "timers" | "providers";
+
+export interface PassFailure {
+  step: PassStep;
+  error_type: string;
+  /** Set when the error is one of ours (a store failure is BRIDGE_STORAGE_ERROR). */
+  error_code?: string;
 }
 
 export interface MaintenanceSettings {
@@ -57,7 +79,7 @@ function sweepTimers(db: Store, h: MaintenanceHost): void {
  * signals). Only gone verdicts change anything, so only those are handed over; an invalid guard,
  * an alive or an uncheckable provider stays as it is.
  */
-async function sweepProviders(db: Store, lockDir: string, h: MaintenanceHost): Promise<void> {
+async function sweepProviders(db: Store, lockDir: string, h: MaintenanceHost): Promise<number> {
   const live = new Set(await h.liveTaskIds());
   const findings: SweepFinding[] = [];
   const guarded = new Set<string>();
@@ -77,18 +99,29 @@ async function sweepProviders(db: Store, lockDir: string, h: MaintenanceHost): P
     if (verdict.providerActive === false) findings.push({ slot: null, taskId: task.task_id, verdict });
   }
   if (findings.length > 0) h.providersGone(findings);
+  return findings.length;
 }
 
-/** One maintenance pass; a pass still running when the next is due makes that one skip. */
+/**
+ * One maintenance pass; a pass still running when the next is due makes that one skip. A failed pass
+ * is retried at the next interval (the task service's own timers still run meanwhile); the host hears
+ * of every pass either way, naming the step that failed.
+ */
 async function pass(): Promise<void> {
-  if (passRunning || !store || !settings || !host) return;
+  const h = host;
+  if (passRunning || !store || !settings || !h) return;
   passRunning = true;
+  const began = performance.now();
+  let step: PassStep = "gc";
   try {
-    gc();
-    sweepTimers(store, host);
-    await sweepProviders(store, settings.lockDir, host);
-  } catch {
-    // a failed pass is retried at the next interval; the task service's timers still run
+    const collected = gc();
+    step = "timers";
+    sweepTimers(store, h);
+    step = "providers";
+    const findings = await sweepProviders(store, settings.lockDir, h);
+    h.passed({ gc_deleted: collected.deleted, gc_skipped: collected.skipped, findings, duration_ms: Math.round(performance.now() - began) });
+  } catch (e) {
+    h.passFailed({ step, error_type: e instanceof Error ? e.name : typeof e, error_code: e instanceof ServerFsError ? e.code : undefined });
   } finally {
     passRunning = false;
   }

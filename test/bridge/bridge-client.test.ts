@@ -7,6 +7,7 @@ import { buildConfig } from "../../src/shared/config/load.ts";
 import { RelayedError, ServerFsError } from "../../src/shared/errors.ts";
 import { BUN, REPO_ROOT, type TempDir, tempDir } from "../helpers/workspace.ts";
 import { type FakeAnswer, fakeBridge } from "./rpc-wire.ts";
+import { holdsWithin } from "../helpers/poll.ts";
 
 const MiB = 1_048_576;
 let dir: TempDir;
@@ -79,7 +80,7 @@ describe("wire format", () => {
       );
       expect(fake.received[1]).toMatch(/^\{"protocol_version":1,"request_id":"mcp_[0-9a-f]{24}","method":"runtime.list","params":\{\}\}\n$/);
       expect(idOf(fake.received[0]!)).not.toBe(idOf(fake.received[1]!));
-      await Bun.sleep(50);
+      await holdsWithin(() => fake.clientEnds >= 2, 5000);
       expect(fake.clientEnds).toBe(2);
     } finally {
       await fake.close();

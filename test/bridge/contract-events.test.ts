@@ -3,51 +3,22 @@
  * copied into every envelope and read, the exclusive cursor, the long poll and the per-task limit,
  * all through the real Bridge process and the fake runtime.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { sha256Hex } from "../../src/shared/canonical-json.ts";
-import {
-  allEvents,
-  type BridgeEnv,
-  type BridgeProcess,
-  bridgeEnv,
-  call,
-  codeOf,
-  type EventEnvelope,
-  isTerminalTask,
-  rpc,
-  startBridgeProcess,
-  submitTask,
-  waitForTask,
-} from "../helpers/bridge.ts";
+import { allEvents, call, codeOf, type EventEnvelope, isTerminalTask, rpc, submitTask } from "../helpers/bridge.ts";
+import { poll } from "../helpers/poll.ts";
+import { useBridge } from "../helpers/use-bridge.ts";
 
-let env: BridgeEnv;
-let bridge: BridgeProcess;
-let sock: string;
-
-beforeAll(async () => {
-  env = bridgeEnv();
-  bridge = await startBridgeProcess(env);
-  sock = env.socketPath;
-});
-afterAll(async () => {
-  await bridge.stop();
-  env.dir.remove();
-});
+const { env, sock, bridge, submit, waitFor } = useBridge();
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-
-async function submitted(params: Record<string, unknown>): Promise<string> {
-  const r = await submitTask(sock, params);
-  if (!r.ok) throw new Error(`submit failed: ${r.error?.code}`);
-  return r.result!["task_id"] as string;
-}
 
 const types = (events: EventEnvelope[]) => events.map((e) => e.event_type);
 
 /** Events of the task after `after`, long-polling up to `waitMs`; resolves with the page and the time it took. */
-async function poll(taskId: string, after: number, waitMs: number) {
+async function longPoll(taskId: string, after: number, waitMs: number) {
   const started = Date.now();
   const page = await call<{ events: EventEnvelope[]; next_after_event_id: number }>(sock, "task.events", {
     task_id: taskId,
@@ -59,19 +30,22 @@ async function poll(taskId: string, after: number, waitMs: number) {
 
 /** Waits until the task has an event of `type`; returns the id of the last event seen. */
 async function untilEvent(taskId: string, type: string): Promise<number> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const events = await allEvents(sock, taskId);
-    if (events.some((e) => e.event_type === type)) return events[events.length - 1]!.event_id;
-    if (Date.now() > deadline) throw new Error(`no ${type} event`);
-    await Bun.sleep(20);
-  }
+  let events: EventEnvelope[] = [];
+  await poll(
+    async () => {
+      events = await allEvents(sock, taskId);
+      return events.some((e) => e.event_type === type);
+    },
+    15_000,
+    `a ${type} event`,
+  );
+  return events.at(-1)!.event_id;
 }
 
 describe("envelope (schema version 1) and correlation propagation", () => {
   test("every envelope has exactly the seven keys, schema_version 1 and a fixed-form created_at", async () => {
-    const taskId = await submitted({ prompt: "events:3" });
-    await waitForTask(sock, taskId, isTerminalTask);
+    const taskId = await submit({ prompt: "events:3" });
+    await waitFor(taskId, isTerminalTask);
     const events = await allEvents(sock, taskId);
     expect(types(events)).toEqual(["task.started", "agent.message", "agent.message", "agent.message", "task.completed"]);
     for (const e of events) {
@@ -89,10 +63,10 @@ describe("envelope (schema version 1) and correlation propagation", () => {
   });
 
   test("event ids are global and strictly increasing in append order across tasks", async () => {
-    const a = await submitted({ prompt: "complete:a" });
-    await waitForTask(sock, a, isTerminalTask);
-    const b = await submitted({ prompt: "complete:b" });
-    await waitForTask(sock, b, isTerminalTask);
+    const a = await submit({ prompt: "complete:a" });
+    await waitFor(a, isTerminalTask);
+    const b = await submit({ prompt: "complete:b" });
+    await waitFor(b, isTerminalTask);
     const ids = [...(await allEvents(sock, a)), ...(await allEvents(sock, b))].map((e) => e.event_id);
     expect(ids).toEqual([...ids].sort((x, y) => x - y));
     expect(new Set(ids).size).toBe(ids.length);
@@ -103,7 +77,7 @@ describe("envelope (schema version 1) and correlation propagation", () => {
     const r = await submitTask(sock, { prompt: "approval:make test", profile: "workspace-write", correlation_id: correlation });
     expect(r.result!["correlation_id"]).toBe(correlation);
     const taskId = r.result!["task_id"] as string;
-    const waiting = await waitForTask(sock, taskId, (t) => t["status"] === "waiting_for_approval");
+    const waiting = await waitFor(taskId, (t) => t["status"] === "waiting_for_approval");
     expect(waiting["correlation_id"]).toBe(correlation);
     expect((waiting["manifest"] as Record<string, unknown>)["correlation_id"]).toBe(correlation);
     const guard = JSON.parse(readFileSync(join(env.lockDir, "active", "01"), "utf8")) as Record<string, unknown>;
@@ -112,7 +86,7 @@ describe("envelope (schema version 1) and correlation propagation", () => {
     const requestId = waiting["pending_request_id"] as string;
     const resolved = await call(sock, "task.approval.respond", { task_id: taskId, request_id: requestId, decision: "approve_once" });
     expect(resolved).toEqual({ task_id: taskId, request_id: requestId, resolved: true, correlation_id: correlation });
-    await waitForTask(sock, taskId, isTerminalTask);
+    await waitFor(taskId, isTerminalTask);
     expect(await call(sock, "task.cancel", { task_id: taskId })).toEqual({ task_id: taskId, status: "succeeded", correlation_id: correlation });
 
     const page = await call<{ correlation_id: string; events: EventEnvelope[] }>(sock, "task.events", { task_id: taskId });
@@ -124,8 +98,8 @@ describe("envelope (schema version 1) and correlation propagation", () => {
 
 describe("reading: cursor, limits, long poll", () => {
   test("the exclusive cursor pages without repeating or skipping; next_after_event_id is the last id or the input", async () => {
-    const taskId = await submitted({ prompt: "events:7" });
-    await waitForTask(sock, taskId, isTerminalTask);
+    const taskId = await submit({ prompt: "events:7" });
+    await waitFor(taskId, isTerminalTask);
     const all = await allEvents(sock, taskId);
     expect(all).toHaveLength(9);
     const paged: EventEnvelope[] = [];
@@ -149,8 +123,8 @@ describe("reading: cursor, limits, long poll", () => {
   });
 
   test("INVALID_LIMIT for after_event_id < 0, limit outside 1..500, wait_ms outside 0..25000; an unknown task is checked first", async () => {
-    const taskId = await submitted({ prompt: "complete:x" });
-    await waitForTask(sock, taskId, isTerminalTask);
+    const taskId = await submit({ prompt: "complete:x" });
+    await waitFor(taskId, isTerminalTask);
     for (const bad of [{ after_event_id: -1 }, { limit: 0 }, { limit: 501 }, { wait_ms: -1 }, { wait_ms: 25_001 }]) {
       expect(codeOf(await rpc(sock, "task.events", { task_id: taskId, ...bad }))).toBe("INVALID_LIMIT");
     }
@@ -160,22 +134,24 @@ describe("reading: cursor, limits, long poll", () => {
   });
 
   test("a long poll returns early when an event is committed", async () => {
-    const taskId = await submitted({ prompt: "steer:" });
+    const taskId = await submit({ prompt: "steer:" });
     const last = await untilEvent(taskId, "task.started");
-    const polling = poll(taskId, last, 20_000);
+    const polling = longPoll(taskId, last, 20_000);
+    // not synchronization: the poll answers the same whether the event comes before it waits or while
+    // it does; the pause makes the second (the case under test) the likely one
     await Bun.sleep(200);
     await call(sock, "task.message.send", { task_id: taskId, message: "go" });
     const page = await polling;
     expect(page.elapsed).toBeLessThan(10_000);
     expect(page.events[0]).toMatchObject({ event_type: "user.message", payload: { bytes: 2 } });
-    await waitForTask(sock, taskId, isTerminalTask);
+    await waitFor(taskId, isTerminalTask);
   });
 
   test("a long poll returns early when the task becomes terminal", async () => {
-    const taskId = await submitted({ prompt: "wait:" });
+    const taskId = await submit({ prompt: "wait:" });
     const last = await untilEvent(taskId, "task.started");
-    const polling = poll(taskId, last, 20_000);
-    await Bun.sleep(200);
+    const polling = longPoll(taskId, last, 20_000);
+    await Bun.sleep(200); // as above: lets the poll be waiting when the end comes
     await call(sock, "task.cancel", { task_id: taskId });
     const page = await polling;
     expect(page.elapsed).toBeLessThan(10_000);
@@ -183,16 +159,16 @@ describe("reading: cursor, limits, long poll", () => {
   });
 
   test("a long poll on a terminal task answers at once; on a quiet one it waits wait_ms and answers empty", async () => {
-    const done = await submitted({ prompt: "complete:x" });
-    await waitForTask(sock, done, isTerminalTask);
+    const done = await submit({ prompt: "complete:x" });
+    await waitFor(done, isTerminalTask);
     const end = (await allEvents(sock, done)).at(-1)!.event_id;
-    const atOnce = await poll(done, end, 20_000);
+    const atOnce = await longPoll(done, end, 20_000);
     expect(atOnce.elapsed).toBeLessThan(5_000);
     expect(atOnce).toMatchObject({ events: [], next_after_event_id: end });
 
-    const quiet = await submitted({ prompt: "wait:" });
+    const quiet = await submit({ prompt: "wait:" });
     const last = await untilEvent(quiet, "task.started");
-    const waited = await poll(quiet, last, 400);
+    const waited = await longPoll(quiet, last, 400);
     expect(waited.events).toEqual([]);
     expect(waited.elapsed).toBeGreaterThanOrEqual(350);
     expect(waited.elapsed).toBeLessThan(10_000);
@@ -200,9 +176,9 @@ describe("reading: cursor, limits, long poll", () => {
   });
 
   test("a long poll blocks only its own connection", async () => {
-    const taskId = await submitted({ prompt: "wait:" });
+    const taskId = await submit({ prompt: "wait:" });
     const last = await untilEvent(taskId, "task.started");
-    const polling = poll(taskId, last, 20_000);
+    const polling = longPoll(taskId, last, 20_000);
     const started = Date.now();
     expect((await call(sock, "task.get", { task_id: taskId }))["status"]).toBe("running");
     expect(Date.now() - started).toBeLessThan(5_000);
@@ -213,8 +189,8 @@ describe("reading: cursor, limits, long poll", () => {
 
 describe("appending and limits", () => {
   test("events:10001 fails with AGENT_EVENT_LIMIT_REACHED; the first 10,000 events are kept in order; the dropped service event is logged", async () => {
-    const taskId = await submitted({ prompt: "events:10001" });
-    const t = await waitForTask(sock, taskId, isTerminalTask, 60_000);
+    const taskId = await submit({ prompt: "events:10001" });
+    const t = await waitFor(taskId, isTerminalTask, 60_000);
     expect(t).toMatchObject({ status: "failed", error_code: "AGENT_EVENT_LIMIT_REACHED", final_response: null });
     const events = await allEvents(sock, taskId);
     expect(events).toHaveLength(10_000);
@@ -224,35 +200,28 @@ describe("appending and limits", () => {
     expect(texts.at(-1)).toBe("event 9999");
     expect(texts.every((text, i) => text === `event ${i + 1}`)).toBe(true);
     // the task.failed service event did not fit: it was dropped and logged, the row is authoritative
-    const logged = () =>
-      bridge
-        .stderr()
-        .split("\n")
-        .filter((l) => l.startsWith("{"))
-        .map((l) => JSON.parse(l) as Record<string, unknown>)
-        .find((r) => r["event"] === "service_event_dropped" && r["task_id"] === taskId);
-    for (const until = Date.now() + 5_000; !logged() && Date.now() < until; ) await Bun.sleep(20);
-    expect(logged()).toMatchObject({ level: "WARN", error_code: "AGENT_EVENT_LIMIT_REACHED" });
+    const dropped = await bridge().nextLine("service_event_dropped", { since: 0, where: (l) => l["task_id"] === taskId, timeoutMs: 5_000 });
+    expect(dropped).toMatchObject({ level: "WARN", error_code: "AGENT_EVENT_LIMIT_REACHED" });
   }, 90_000);
 });
 
 describe("redaction before storage, sizes and hashes", () => {
   test("host paths in the final text become <workdir> forms; a sibling look-alike is outside", async () => {
     const ws = env.workspace;
-    const taskId = await submitted({ prompt: `complete:see ${ws}/src/a.ts, ${ws} and ${ws}2/x` });
-    const t = await waitForTask(sock, taskId, isTerminalTask);
+    const taskId = await submit({ prompt: `complete:see ${ws}/src/a.ts, ${ws} and ${ws}2/x` });
+    const t = await waitFor(taskId, isTerminalTask);
     const text = "see <workdir>/src/a.ts, <workdir> and <outside-workdir>";
     expect(t["final_response"]).toBe(text);
     expect(t["result"]).toMatchObject({ size_bytes: Buffer.byteLength(text), sha256: sha256Hex(text) });
   });
 
   test("HITL payloads are redacted: free text keeps a relative form, a lone absolute path becomes relative", async () => {
-    const free = await submitted({ prompt: `approval:cat ${env.workspace}/src/a.ts` });
-    const asking = await waitForTask(sock, free, (t) => t["status"] === "waiting_for_approval");
+    const free = await submit({ prompt: `approval:cat ${env.workspace}/src/a.ts` });
+    const asking = await waitFor(free, (t) => t["status"] === "waiting_for_approval");
     expect((asking["pending_request"] as { payload: Record<string, unknown> }).payload["command_display"]).toBe("cat <workdir>/src/a.ts");
     await call(sock, "task.cancel", { task_id: free });
-    const lone = await submitted({ prompt: `approval:${env.workspace}/src` });
-    const loneAsking = await waitForTask(sock, lone, (t) => t["status"] === "waiting_for_approval");
+    const lone = await submit({ prompt: `approval:${env.workspace}/src` });
+    const loneAsking = await waitFor(lone, (t) => t["status"] === "waiting_for_approval");
     expect((loneAsking["pending_request"] as { payload: Record<string, unknown> }).payload["command_display"]).toBe("src");
     await call(sock, "task.cancel", { task_id: lone });
   });
@@ -261,8 +230,8 @@ describe("redaction before storage, sizes and hashes", () => {
     const piece = `${env.workspace} `;
     const count = Math.floor(262_144 / Buffer.byteLength("<workdir> "));
     expect(Buffer.byteLength(piece) * count).toBeGreaterThan(262_144);
-    const taskId = await submitted({ prompt: `repeat:${count}:${piece}` });
-    const t = await waitForTask(sock, taskId, isTerminalTask);
+    const taskId = await submit({ prompt: `repeat:${count}:${piece}` });
+    const t = await waitFor(taskId, isTerminalTask);
     expect(t["result"]).toMatchObject({ storage: "inline", size_bytes: count * Buffer.byteLength("<workdir> ") });
     expect(t["final_response"]).toBe("<workdir> ".repeat(count));
   });

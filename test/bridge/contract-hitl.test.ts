@@ -3,49 +3,17 @@
  * every check of docs/bridge-rpc.md#taskapprovalrespond-and-taskquestionanswer in order, late and stale replies, live steering, and the idempotent,
  * terminal-first cancel — through the real Bridge and the fake runtime's scripted requests.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import {
-  allEvents,
-  type BridgeEnv,
-  type BridgeProcess,
-  bridgeEnv,
-  call,
-  codeOf,
-  isTerminalTask,
-  markedProcesses,
-  recordedMark,
-  rpc,
-  startBridgeProcess,
-  submitTask,
-  waitForTask,
-} from "../helpers/bridge.ts";
+import { describe, expect, test } from "bun:test";
+import { allEvents, call, codeOf, isTerminalTask, markedProcesses, type RpcResponse, recordedMark, rpc, submitTask } from "../helpers/bridge.ts";
+import { poll } from "../helpers/poll.ts";
+import { type Task, useBridge } from "../helpers/use-bridge.ts";
 
-let env: BridgeEnv;
-let bridge: BridgeProcess;
-let sock: string;
-
-beforeAll(async () => {
-  env = bridgeEnv();
-  bridge = await startBridgeProcess(env);
-  sock = env.socketPath;
-});
-afterAll(async () => {
-  await bridge.stop();
-  env.dir.remove();
-});
-
-type Task = Record<string, unknown>;
-
-async function submitted(params: Record<string, unknown>): Promise<string> {
-  const r = await submitTask(sock, params);
-  if (!r.ok) throw new Error(`submit failed: ${r.error?.code}`);
-  return r.result!["task_id"] as string;
-}
+const { env, sock, bridge, submit, waitFor } = useBridge();
 
 /** Submits a task and waits until it asks a human; returns the task and its pending request id. */
 async function asking(prompt: string): Promise<{ taskId: string; requestId: string; task: Task }> {
-  const taskId = await submitted({ prompt });
-  const task = await waitForTask(sock, taskId, (t) => String(t["status"]).startsWith("waiting_for_"));
+  const taskId = await submit({ prompt });
+  const task = await waitFor(taskId, (t) => String(t["status"]).startsWith("waiting_for_"));
   return { taskId, requestId: task["pending_request_id"] as string, task };
 }
 
@@ -53,7 +21,7 @@ const respond = (taskId: string, requestId: string, decision: string, extra: Rec
   rpc(sock, "task.approval.respond", { task_id: taskId, request_id: requestId, decision, ...extra });
 const answer = (taskId: string, requestId: string, answers: unknown[]) =>
   rpc(sock, "task.question.answer", { task_id: taskId, request_id: requestId, answers });
-const ended = (taskId: string) => waitForTask(sock, taskId, isTerminalTask);
+const ended = (taskId: string) => waitFor(taskId, isTerminalTask);
 
 const providerMark = (taskId: string): string => recordedMark(env.stateDir, taskId);
 
@@ -104,9 +72,7 @@ describe("approvals", () => {
   test("deny and approve_session reach the provider; two approvals in a row are answered one at a time", async () => {
     const first = await asking("approval-twice:rm -rf build");
     expect(codeOf(await respond(first.taskId, first.requestId, "deny"))).toBeUndefined();
-    const second = await waitForTask(
-      sock,
-      first.taskId,
+    const second = await waitFor(first.taskId,
       (t) => t["status"] === "waiting_for_approval" && t["pending_request_id"] !== first.requestId,
     );
     expect(codeOf(await respond(first.taskId, second["pending_request_id"] as string, "approve_session"))).toBeUndefined();
@@ -125,7 +91,7 @@ describe("approvals", () => {
 
   test("an approval payload over 64 KiB opens no request: the provider is refused and the task continues", async () => {
     // the largest prompt there is: its command alone fits, the payload around it does not
-    const taskId = await submitted({ prompt: `approval:${"x".repeat(65_536 - "approval:".length)}` });
+    const taskId = await submit({ prompt: `approval:${"x".repeat(65_536 - "approval:".length)}` });
     const t = await ended(taskId);
     expect(t).toMatchObject({ status: "succeeded", final_response: "approval=deny", pending_request: null });
     const types = (await allEvents(sock, taskId)).map((e) => e.event_type);
@@ -134,7 +100,7 @@ describe("approvals", () => {
 
   test("checks in order: task, request, resolved, stale, kind, decision, permissions", async () => {
     const { taskId, requestId } = await asking("approval:make");
-    const other = await submitted({ prompt: "complete:x" });
+    const other = await submit({ prompt: "complete:x" });
     await ended(other);
     expect(codeOf(await respond("agt_000000000000000000000000", requestId, "deny"))).toBe("AGENT_TASK_NOT_FOUND");
     expect(codeOf(await respond(other, requestId, "deny"))).toBe("REQUEST_NOT_FOUND");
@@ -222,8 +188,8 @@ describe("questions", () => {
 
 describe("steering", () => {
   test("a message reaches a steer: run, which completes with steered=<message>; user.message records its bytes", async () => {
-    const taskId = await submitted({ prompt: "steer:" });
-    await waitForTask(sock, taskId, (t) => t["status"] === "running");
+    const taskId = await submit({ prompt: "steer:" });
+    await waitFor(taskId, (t) => t["status"] === "running");
     const r = await call(sock, "task.message.send", { task_id: taskId, message: "use tabs ✓" });
     expect(r).toEqual({ task_id: taskId, accepted: true, correlation_id: null });
     expect(await ended(taskId)).toMatchObject({ status: "succeeded", final_response: "steered=use tabs ✓" });
@@ -236,8 +202,8 @@ describe("steering", () => {
     // running is entered only after the handshake and the task input (docs/task-model.md#execution steps 3–4), so there is
     // no window in which a running provider is "not ready" for the message
     for (let i = 0; i < 20; i++) {
-      const taskId = await submitted({ prompt: "steer:" });
-      await waitForTask(sock, taskId, (t) => t["status"] === "running");
+      const taskId = await submit({ prompt: "steer:" });
+      await waitFor(taskId, (t) => t["status"] === "running");
       const r = await rpc(sock, "task.message.send", { task_id: taskId, message: `m${i}` });
       expect([i, codeOf(r)]).toEqual([i, undefined]);
       expect(await ended(taskId)).toMatchObject({ final_response: `steered=m${i}` });
@@ -249,11 +215,11 @@ describe("steering", () => {
     expect(codeOf(await rpc(sock, "task.message.send", { task_id: unknown, message: "" }))).toBe("INVALID_REQUEST");
     expect(codeOf(await rpc(sock, "task.message.send", { task_id: unknown, message: "x".repeat(65_537) }))).toBe("AGENT_MESSAGE_TOO_LARGE");
     expect(codeOf(await rpc(sock, "task.message.send", { task_id: unknown, message: "hi" }))).toBe("AGENT_TASK_NOT_FOUND");
-    const done = await submitted({ prompt: "complete:x" });
+    const done = await submit({ prompt: "complete:x" });
     await ended(done);
     expect(codeOf(await rpc(sock, "task.message.send", { task_id: done, message: "hi" }))).toBe("AGENT_TASK_TERMINAL");
-    const steer = await submitted({ prompt: "steer:" });
-    await waitForTask(sock, steer, (t) => t["status"] === "running");
+    const steer = await submit({ prompt: "steer:" });
+    await waitFor(steer, (t) => t["status"] === "running");
     expect(codeOf(await rpc(sock, "task.message.send", { task_id: steer, message: "x".repeat(65_536) }))).toBeUndefined();
     await ended(steer);
   });
@@ -261,14 +227,15 @@ describe("steering", () => {
 
 describe("cancel: idempotent and terminal-first", () => {
   test("cancel is committed before the answer, then repeats its answer; task.cancelled is emitted once", async () => {
-    const taskId = await submitted({ prompt: "wait:" });
-    await waitForTask(sock, taskId, (t) => t["status"] === "running");
+    const taskId = await submit({ prompt: "wait:" });
+    await waitFor(taskId, (t) => t["status"] === "running");
     expect(await call(sock, "task.cancel", { task_id: taskId })).toEqual({ task_id: taskId, status: "cancelled", correlation_id: null });
     const t = await call(sock, "task.get", { task_id: taskId });
     expect(t).toMatchObject({ status: "cancelled", error_code: null });
     expect(t["completed_at"]).toEqual(expect.any(String));
     expect((await call(sock, "task.cancel", { task_id: taskId }))["status"]).toBe("cancelled");
-    await Bun.sleep(200);
+    // the run's finally path is over (its last step logs task_ended): nothing can append after this
+    await bridge().nextLine("task_ended", { since: 0, where: (l) => l["task_id"] === taskId });
     const types = (await allEvents(sock, taskId)).map((e) => e.event_type);
     expect(types.filter((e) => e === "task.cancelled")).toHaveLength(1);
     expect(types.at(-1)).toBe("task.cancelled");
@@ -276,8 +243,8 @@ describe("cancel: idempotent and terminal-first", () => {
   });
 
   test("cancelling an ended task answers its own status and changes nothing", async () => {
-    const ok = await submitted({ prompt: "complete:x" });
-    const failed = await submitted({ prompt: "fail:no" });
+    const ok = await submit({ prompt: "complete:x" });
+    const failed = await submit({ prompt: "fail:no" });
     const okTask = await ended(ok);
     await ended(failed);
     expect(await call(sock, "task.cancel", { task_id: ok })).toEqual({ task_id: ok, status: "succeeded", correlation_id: null });
@@ -286,22 +253,23 @@ describe("cancel: idempotent and terminal-first", () => {
   });
 
   test("a cancelled write task releases its lease once its whole provider group, grandchild included, is stopped", async () => {
-    const taskId = await submitted({ prompt: "spawn:30", profile: "workspace-write" });
-    await waitForTask(sock, taskId, (t) => t["status"] === "running");
+    const taskId = await submit({ prompt: "spawn:30", profile: "workspace-write" });
+    await waitFor(taskId, (t) => t["status"] === "running");
     const mark = providerMark(taskId);
-    expect(markedProcesses(mark).length).toBeGreaterThanOrEqual(2); // the provider and its `sleep 30`
+    // "running" comes as the provider starts; its `sleep 30` a moment later
+    await poll(() => markedProcesses(mark).length >= 2, 10_000, "the provider and its `sleep 30` running");
     await call(sock, "task.cancel", { task_id: taskId });
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      const r = await submitTask(sock, { prompt: "complete:next", profile: "workspace-write" });
-      if (r.ok) {
-        expect(await ended(r.result!["task_id"] as string)).toMatchObject({ status: "succeeded" });
-        break;
-      }
-      expect(codeOf(r)).toBe("WORKDIR_BUSY");
-      if (Date.now() > deadline) throw new Error("the lease was never released");
-      await Bun.sleep(100);
-    }
+    let next: RpcResponse | undefined;
+    await poll(
+      async () => {
+        next = await submitTask(sock, { prompt: "complete:next", profile: "workspace-write" });
+        if (!next.ok) expect(codeOf(next)).toBe("WORKDIR_BUSY");
+        return next.ok;
+      },
+      20_000,
+      "a write submit after the lease's release",
+    );
+    expect(await ended(next!.result!["task_id"] as string)).toMatchObject({ status: "succeeded" });
     expect(markedProcesses(mark)).toEqual([]);
   });
 });

@@ -5,75 +5,33 @@
  * lifecycle values are Bridge-wide.
  */
 import { Database } from "bun:sqlite";
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { canonicalJson } from "../../src/shared/canonical-json.ts";
-import {
-  allEvents,
-  type BridgeEnv,
-  type BridgeProcess,
-  bridgeEnv,
-  call,
-  codeOf,
-  isTerminalTask,
-  rpc,
-  startBridgeProcess,
-  submitTask,
-  waitForTask,
-} from "../helpers/bridge.ts";
-
-interface Running {
-  env: BridgeEnv;
-  proc: BridgeProcess;
-  sock: string;
-}
-
-async function start(lifecycle: Record<string, number>): Promise<Running> {
-  const env = bridgeEnv({ lifecycle });
-  const proc = await startBridgeProcess(env);
-  return { env, proc, sock: env.socketPath };
-}
+import { allEvents, call, codeOf, isTerminalTask, rpc, submitTask } from "../helpers/bridge.ts";
+import { poll } from "../helpers/poll.ts";
+import { useBridge } from "../helpers/use-bridge.ts";
 
 /** task_timeout 2 s (requests expire at the deadline); one interaction timeout of 1 s; a quiet one for GC and the limit. */
-let deadline: Running;
-let expiry: Running;
-let quiet: Running;
-
-beforeAll(async () => {
-  [deadline, expiry, quiet] = await Promise.all([
-    start({ task_timeout_seconds: 2 }),
-    start({ interaction_timeout_seconds: 1 }),
-    // a long maintenance interval, so only the submit's own GC pass can collect anything
-    start({ max_active_tasks: 1, maintenance_interval_seconds: 3600 }),
-  ]);
-});
-afterAll(async () => {
-  for (const b of [deadline, expiry, quiet]) {
-    await b.proc.stop();
-    b.env.dir.remove();
-  }
-});
-
-async function submitted(b: Running, params: Record<string, unknown>): Promise<string> {
-  const r = await submitTask(b.sock, params);
-  if (!r.ok) throw new Error(`submit failed: ${r.error?.code}`);
-  return r.result!["task_id"] as string;
-}
+const deadline = useBridge({ lifecycle: { task_timeout_seconds: 2 } });
+const expiry = useBridge({ lifecycle: { interaction_timeout_seconds: 1 } });
+// a long maintenance interval, so only the submit's own GC pass can collect anything
+const quiet = useBridge({ lifecycle: { max_active_tasks: 1, maintenance_interval_seconds: 3600 } });
 
 const ms = (iso: unknown) => Date.parse(iso as string);
 
 describe("task deadline (task_timeout_seconds = 2)", () => {
   test("task timeout and stale HITL: a wait: run and a run waiting for approval are interrupted with AGENT_TASK_TIMED_OUT; the request goes stale", async () => {
-    const waiting = await submitted(deadline, { prompt: "wait:" });
-    const asking = await submitted(deadline, { prompt: "approval:make" });
-    const pending = await waitForTask(deadline.sock, asking, (t) => t["status"] === "waiting_for_approval");
+    const waiting = await deadline.submit({ prompt: "wait:" });
+    const asking = await deadline.submit({ prompt: "approval:make" });
+    const pending = await deadline.waitFor(asking, (t) => t["status"] === "waiting_for_approval");
     const requestId = pending["pending_request_id"] as string;
     expect((pending["pending_request"] as Record<string, unknown>)["expires_at"]).toBe(pending["deadline_at"]);
     expect(ms(pending["deadline_at"]) - ms(pending["created_at"])).toBe(2000);
 
     for (const taskId of [waiting, asking]) {
-      const t = await waitForTask(deadline.sock, taskId, isTerminalTask, 15_000);
+      const t = await deadline.waitFor(taskId, isTerminalTask, 15_000);
       expect(t).toMatchObject({ status: "interrupted", error_code: "AGENT_TASK_TIMED_OUT", pending_request_id: null, final_response: null });
       expect(ms(t["completed_at"])).toBeGreaterThanOrEqual(ms(t["deadline_at"]));
       expect((await allEvents(deadline.sock, taskId)).at(-1)).toMatchObject({
@@ -88,22 +46,19 @@ describe("task deadline (task_timeout_seconds = 2)", () => {
   }, 30_000);
 
   test("a write task past its deadline gives its slot back once its provider is stopped", async () => {
-    const writer = await submitted(deadline, { prompt: "wait:", profile: "workspace-write" });
-    expect(await waitForTask(deadline.sock, writer, isTerminalTask, 15_000)).toMatchObject({ error_code: "AGENT_TASK_TIMED_OUT" });
+    const writer = await deadline.submit({ prompt: "wait:", profile: "workspace-write" });
+    expect(await deadline.waitFor(writer, isTerminalTask, 15_000)).toMatchObject({ error_code: "AGENT_TASK_TIMED_OUT" });
     const guard = join(deadline.env.lockDir, "active", "01");
-    for (const until = Date.now() + 15_000; existsSync(guard); ) {
-      if (Date.now() > until) throw new Error("the guard was never removed");
-      await Bun.sleep(50);
-    }
-    const next = await submitted(deadline, { prompt: "complete:next", profile: "workspace-write" });
-    expect(await waitForTask(deadline.sock, next, isTerminalTask)).toMatchObject({ status: "succeeded" });
+    await poll(() => !existsSync(guard), 15_000, "the guard's removal");
+    const next = await deadline.submit({ prompt: "complete:next", profile: "workspace-write" });
+    expect(await deadline.waitFor(next, isTerminalTask)).toMatchObject({ status: "succeeded" });
   }, 30_000);
 });
 
 describe("interaction expiry (interaction_timeout_seconds = 1)", () => {
   test("an unanswered approval expires before the deadline: interrupted with AGENT_INTERACTION_TIMED_OUT, late reply REQUEST_STALE", async () => {
-    const taskId = await submitted(expiry, { prompt: "approval:make" });
-    const pending = await waitForTask(expiry.sock, taskId, (t) => t["status"] === "waiting_for_approval");
+    const taskId = await expiry.submit({ prompt: "approval:make" });
+    const pending = await expiry.waitFor(taskId, (t) => t["status"] === "waiting_for_approval");
     const request = pending["pending_request"] as Record<string, unknown>;
     // expires_at is "now + 1 s" when the request opens; created_at is stamped by the same insert
     const expiresIn = ms(request["expires_at"]) - ms(request["created_at"]);
@@ -111,7 +66,7 @@ describe("interaction expiry (interaction_timeout_seconds = 1)", () => {
     expect(expiresIn).toBeLessThanOrEqual(1000);
     expect(ms(request["expires_at"])).toBeLessThan(ms(pending["deadline_at"]));
 
-    const t = await waitForTask(expiry.sock, taskId, isTerminalTask, 15_000);
+    const t = await expiry.waitFor(taskId, isTerminalTask, 15_000);
     // the provider's waiter failed and it answered with a denial; its late final text was discarded
     expect(t).toMatchObject({ status: "interrupted", error_code: "AGENT_INTERACTION_TIMED_OUT", pending_request: null, final_response: null });
     const types = (await allEvents(expiry.sock, taskId)).map((e) => [e.event_type, e.payload]);
@@ -128,9 +83,9 @@ describe("interaction expiry (interaction_timeout_seconds = 1)", () => {
   }, 30_000);
 
   test("an unanswered question expires the same way", async () => {
-    const taskId = await submitted(expiry, { prompt: "question:Pick" });
-    const pending = await waitForTask(expiry.sock, taskId, (t) => t["status"] === "waiting_for_question");
-    const t = await waitForTask(expiry.sock, taskId, isTerminalTask, 15_000);
+    const taskId = await expiry.submit({ prompt: "question:Pick" });
+    const pending = await expiry.waitFor(taskId, (t) => t["status"] === "waiting_for_question");
+    const t = await expiry.waitFor(taskId, isTerminalTask, 15_000);
     expect(t).toMatchObject({ status: "interrupted", error_code: "AGENT_INTERACTION_TIMED_OUT" });
     const late = await rpc(expiry.sock, "task.question.answer", {
       task_id: taskId,
@@ -143,7 +98,7 @@ describe("interaction expiry (interaction_timeout_seconds = 1)", () => {
 
 describe("submission step 13.5 the active-task limit (max_active_tasks = 1)", () => {
   test("a submit beyond max_active_tasks is AGENT_TASK_LIMIT_REACHED; it is free again once the task ends", async () => {
-    const taskId = await submitted(quiet, { prompt: "wait:", idempotency_key: "k-limit" });
+    const taskId = await quiet.submit({ prompt: "wait:", idempotency_key: "k-limit" });
     const refused = await submitTask(quiet.sock, { prompt: "complete:x" });
     expect(codeOf(refused)).toBe("AGENT_TASK_LIMIT_REACHED");
     // a replay answers before the limit is ever counted
@@ -152,8 +107,8 @@ describe("submission step 13.5 the active-task limit (max_active_tasks = 1)", ()
     expect(codeOf(writeRefused)).toBe("AGENT_TASK_LIMIT_REACHED");
     await call(quiet.sock, "task.cancel", { task_id: taskId });
     // the refused write submit released its lease: a write task can take the slot now
-    const next = await submitted(quiet, { prompt: "complete:x", profile: "workspace-write" });
-    expect(await waitForTask(quiet.sock, next, isTerminalTask)).toMatchObject({ status: "succeeded" });
+    const next = await quiet.submit({ prompt: "complete:x", profile: "workspace-write" });
+    expect(await quiet.waitFor(next, isTerminalTask)).toMatchObject({ status: "succeeded" });
   });
 });
 
@@ -185,8 +140,8 @@ describe("retention GC", () => {
   }
 
   const finished = async (params: Record<string, unknown>) => {
-    const taskId = await submitted(quiet, params);
-    return waitForTask(quiet.sock, taskId, isTerminalTask);
+    const taskId = await quiet.submit(params);
+    return quiet.waitFor(taskId, isTerminalTask);
   };
 
   const spoolFile = (taskId: string) => join(quiet.env.stateDir, "results", `${taskId}.txt`);
@@ -194,10 +149,10 @@ describe("retention GC", () => {
   test("168 h retention GC including result-spool deletion: a submit collects the whole unit — row, events, requests and spool file", async () => {
     const spooled = await finished({ prompt: "repeat:262145:a", idempotency_key: "k-gc" });
     expect(spooled["result"]).toMatchObject({ storage: "spool" });
-    const asked = await submitted(quiet, { prompt: "approval:make" });
-    const pending = await waitForTask(quiet.sock, asked, (t) => t["status"] === "waiting_for_approval");
+    const asked = await quiet.submit({ prompt: "approval:make" });
+    const pending = await quiet.waitFor(asked, (t) => t["status"] === "waiting_for_approval");
     await call(quiet.sock, "task.approval.respond", { task_id: asked, request_id: pending["pending_request_id"], decision: "deny" });
-    await waitForTask(quiet.sock, asked, isTerminalTask);
+    await quiet.waitFor(asked, isTerminalTask);
     const ids = [spooled["task_id"] as string, asked];
     for (const id of ids) age(id, 169);
     expect(existsSync(spoolFile(ids[0]!))).toBe(true);
@@ -224,24 +179,19 @@ describe("retention GC", () => {
   });
 
   test("GC also runs on a cancel and at the end of every run, without any submit", async () => {
-    const gone = async (taskId: string) => {
-      const until = Date.now() + 15_000;
-      while (codeOf(await rpc(quiet.sock, "task.get", { task_id: taskId })) !== "AGENT_TASK_NOT_FOUND") {
-        if (Date.now() > until) throw new Error(`task ${taskId} was not collected`);
-        await Bun.sleep(50);
-      }
-    };
+    const gone = (taskId: string) =>
+      poll(async () => codeOf(await rpc(quiet.sock, "task.get", { task_id: taskId })) === "AGENT_TASK_NOT_FOUND", 15_000, `task ${taskId} collected`);
     const first = (await finished({ prompt: "complete:first" }))["task_id"] as string;
-    const waiting = await submitted(quiet, { prompt: "wait:" });
-    await waitForTask(quiet.sock, waiting, (t) => t["status"] === "running");
+    const waiting = await quiet.submit({ prompt: "wait:" });
+    await quiet.waitFor(waiting, (t) => t["status"] === "running");
     age(first, 169);
     await call(quiet.sock, "task.cancel", { task_id: waiting });
     await gone(first);
 
     const second = (await finished({ prompt: "complete:second" }))["task_id"] as string;
-    const sleeper = await submitted(quiet, { prompt: "sleep:300:done" });
+    const sleeper = await quiet.submit({ prompt: "sleep:300:done" });
     age(second, 169);
-    await waitForTask(quiet.sock, sleeper, isTerminalTask);
+    await quiet.waitFor(sleeper, isTerminalTask);
     await gone(second);
   });
 
@@ -271,8 +221,8 @@ describe("retention GC", () => {
   });
 
   test("an active task is never collected, whatever its timestamps say", async () => {
-    const active = await submitted(quiet, { prompt: "wait:" });
-    await waitForTask(quiet.sock, active, (t) => t["status"] === "running");
+    const active = await quiet.submit({ prompt: "wait:" });
+    await quiet.waitFor(active, (t) => t["status"] === "running");
     age(active, 500);
     // the submit runs its GC pass (step 3) before it meets the limit (step 13.5)
     expect(codeOf(await submitTask(quiet.sock, { prompt: "complete:x" }))).toBe("AGENT_TASK_LIMIT_REACHED");

@@ -5,22 +5,11 @@
  * changes nothing on a second start.
  */
 import { Database } from "bun:sqlite";
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { existsSync, lstatSync } from "node:fs";
 import { join } from "node:path";
-import {
-  allEvents,
-  type BridgeEnv,
-  type BridgeProcess,
-  bridgeEnv,
-  call,
-  codeOf,
-  isTerminalTask,
-  rpc,
-  startBridgeProcess,
-  submitTask,
-  waitForTask,
-} from "../helpers/bridge.ts";
+import { allEvents, call, codeOf, isTerminalTask, rpc, submitTask } from "../helpers/bridge.ts";
+import { useBridge } from "../helpers/use-bridge.ts";
 import { createLegacyDb, legacyTimestamp } from "../helpers/legacy-db.ts";
 
 const DONE = "agt_0000000000000000000d0e01";
@@ -35,54 +24,46 @@ const created = legacyTimestamp(3);
 const finished = legacyTimestamp(1);
 const runningSince = legacyTimestamp(0.5);
 
-let env: BridgeEnv;
-let bridge: BridgeProcess;
-let sock: string;
 let dbPath: string;
 
-beforeAll(async () => {
-  env = bridgeEnv();
-  dbPath = createLegacyDb(env.stateDir, {
-    tasks: [
-      {
-        task_id: DONE,
-        status: "succeeded",
-        created_at: created,
-        started_at: created,
-        updated_at: finished,
-        completed_at: finished,
-        native_session_id: "fake-session-legacy",
-        native_turn_id: "fake-turn-legacy",
-        final_response: "legacy result ✓",
-      },
-      { task_id: OLD, status: "succeeded", created_at: legacyTimestamp(201), completed_at: legacyTimestamp(200), final_response: "old" },
-      { task_id: RUNNING, status: "running", profile: "workspace-write", created_at: runningSince, started_at: runningSince },
-      { task_id: WAITING, status: "waiting_for_approval", created_at: legacyTimestamp(0.4), pending_request_id: REQUEST },
-      { task_id: NO_SESSION, status: "failed", created_at: created, completed_at: finished, error_code: "AGENT_PROVIDER_ERROR", error_message: "x" },
-      { task_id: FOREIGN, status: "succeeded", created_at: created, completed_at: finished, native_session_id: "other-session", final_response: "f" },
-    ],
-    events: [
-      { task_id: DONE, event_type: "task.started", payload: { runtime: "fake" }, created_at: created },
-      { task_id: DONE, event_type: "task.completed", payload: {}, created_at: finished },
-      { task_id: RUNNING, event_type: "task.started", payload: { runtime: "fake" }, created_at: runningSince },
-    ],
-    requests: [
-      {
-        request_id: REQUEST,
-        task_id: WAITING,
-        kind: "approval",
-        status: "pending",
-        payload: { category: "command", title: "Run", available_decisions: [] },
-        created_at: legacyTimestamp(0.4),
-      },
-    ],
-  });
-  bridge = await startBridgeProcess(env);
-  sock = env.socketPath;
-});
-afterAll(async () => {
-  await bridge.stop();
-  env.dir.remove();
+const { env, sock, restart, waitFor } = useBridge({
+  prepare(tree) {
+    dbPath = createLegacyDb(tree.stateDir, {
+      tasks: [
+        {
+          task_id: DONE,
+          status: "succeeded",
+          created_at: created,
+          started_at: created,
+          updated_at: finished,
+          completed_at: finished,
+          native_session_id: "fake-session-legacy",
+          native_turn_id: "fake-turn-legacy",
+          final_response: "legacy result ✓",
+        },
+        { task_id: OLD, status: "succeeded", created_at: legacyTimestamp(201), completed_at: legacyTimestamp(200), final_response: "old" },
+        { task_id: RUNNING, status: "running", profile: "workspace-write", created_at: runningSince, started_at: runningSince },
+        { task_id: WAITING, status: "waiting_for_approval", created_at: legacyTimestamp(0.4), pending_request_id: REQUEST },
+        { task_id: NO_SESSION, status: "failed", created_at: created, completed_at: finished, error_code: "AGENT_PROVIDER_ERROR", error_message: "x" },
+        { task_id: FOREIGN, status: "succeeded", created_at: created, completed_at: finished, native_session_id: "other-session", final_response: "f" },
+      ],
+      events: [
+        { task_id: DONE, event_type: "task.started", payload: { runtime: "fake" }, created_at: created },
+        { task_id: DONE, event_type: "task.completed", payload: {}, created_at: finished },
+        { task_id: RUNNING, event_type: "task.started", payload: { runtime: "fake" }, created_at: runningSince },
+      ],
+      requests: [
+        {
+          request_id: REQUEST,
+          task_id: WAITING,
+          kind: "approval",
+          status: "pending",
+          payload: { category: "command", title: "Run", available_decisions: [] },
+          created_at: legacyTimestamp(0.4),
+        },
+      ],
+    });
+  },
 });
 
 /** Runs `fn` on a connection of our own to the database the Bridge has open (WAL allows it). */
@@ -189,14 +170,14 @@ describe("startup reconciliation of legacy active tasks (row T6)", () => {
 describe("continuing legacy tasks", () => {
   test("a legacy session continues; no session is AGENT_SESSION_NOT_RESUMABLE; a foreign session fails the run", async () => {
     const ok = await submitTask(sock, { prompt: "complete:again", continue_from_task_id: DONE });
-    expect(await waitForTask(sock, ok.result!["task_id"] as string, isTerminalTask)).toMatchObject({
+    expect(await waitFor(ok.result!["task_id"] as string, isTerminalTask)).toMatchObject({
       status: "succeeded",
       final_response: "continued:again",
       continue_from_task_id: DONE,
     });
     expect(codeOf(await submitTask(sock, { prompt: "complete:x", continue_from_task_id: NO_SESSION }))).toBe("AGENT_SESSION_NOT_RESUMABLE");
     const foreign = await submitTask(sock, { prompt: "complete:x", continue_from_task_id: FOREIGN });
-    expect(await waitForTask(sock, foreign.result!["task_id"] as string, isTerminalTask)).toMatchObject({
+    expect(await waitFor(foreign.result!["task_id"] as string, isTerminalTask)).toMatchObject({
       status: "failed",
       error_code: "AGENT_SESSION_NOT_RESUMABLE",
     });
@@ -214,14 +195,14 @@ describe("files and connections", () => {
   test("another process's connection shares the live WAL: it sees every write the Bridge commits, before and after it closes", async () => {
     const first = await submitTask(sock, { prompt: "complete:seen" });
     const firstId = first.result!["task_id"] as string;
-    await waitForTask(sock, firstId, isTerminalTask);
+    await waitFor(firstId, isTerminalTask);
     const statusOf = (id: string) =>
       withDb((db) => db.query<{ status: string }, [string]>("SELECT status FROM tasks WHERE task_id = ?").get(id)?.status ?? null);
     expect(statusOf(firstId)).toBe("succeeded");
     // our connection has closed; were the Bridge holding no WAL locks, it would have checkpointed and removed the live -wal
     const second = await submitTask(sock, { prompt: "complete:seen too" });
     const secondId = second.result!["task_id"] as string;
-    await waitForTask(sock, secondId, isTerminalTask);
+    await waitFor(secondId, isTerminalTask);
     expect(statusOf(secondId)).toBe("succeeded");
     expect(existsSync(join(env.stateDir, "state.sqlite3-wal"))).toBe(true);
   });
@@ -232,8 +213,7 @@ describe("idempotence", () => {
     const rows = () => withDb((db) => db.query("SELECT * FROM tasks ORDER BY task_id").all());
     const schemaBefore = schemaOf();
     const rowsBefore = rows();
-    expect(await bridge.stop()).toBe(0);
-    bridge = await startBridgeProcess(env);
+    expect(await restart()).toBe(0);
     expect(schemaOf()).toEqual(schemaBefore);
     expect(rows()).toEqual(rowsBefore);
     expect((await call(sock, "task.get", { task_id: DONE }))["manifest"]).toBeNull();

@@ -3,34 +3,12 @@
  * real Unix socket: every malformed-envelope class, the validation order, the method table and the
  * exact result shapes.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import {
-  type BridgeEnv,
-  type BridgeProcess,
-  bridgeEnv,
-  call,
-  codeOf,
-  isTerminalTask,
-  rpc,
-  startBridgeProcess,
-  submitTask,
-  waitForTask,
-} from "../helpers/bridge.ts";
+import { describe, expect, test } from "bun:test";
+import { call, codeOf, isTerminalTask, rpc, submitTask } from "../helpers/bridge.ts";
+import { useBridge } from "../helpers/use-bridge.ts";
 import { exchange, RawConnection, request } from "./rpc-wire.ts";
 
-let env: BridgeEnv;
-let bridge: BridgeProcess;
-let sock: string;
-
-beforeAll(async () => {
-  env = bridgeEnv();
-  bridge = await startBridgeProcess(env);
-  sock = env.socketPath;
-});
-afterAll(async () => {
-  await bridge.stop();
-  env.dir.remove();
-});
+const { env, sock, waitFor } = useBridge();
 
 const one = async (line: string) => (await exchange(sock, line))[0]!;
 
@@ -38,7 +16,7 @@ const one = async (line: string) => (await exchange(sock, line))[0]!;
 async function finished(prompt: string, params: Record<string, unknown> = {}): Promise<string> {
   const r = await submitTask(sock, { prompt, ...params });
   const taskId = r.result!["task_id"] as string;
-  await waitForTask(sock, taskId, isTerminalTask);
+  await waitFor(taskId, isTerminalTask);
   return taskId;
 }
 const MISSING = "agt_000000000000000000000000";
@@ -150,7 +128,7 @@ describe("parameter rules", () => {
     expect(r.ok).toBe(true);
     expect(r.result).toMatchObject({ correlation_id: null, idempotency_key: null, status: "queued" });
     const taskId = r.result!["task_id"] as string;
-    await waitForTask(sock, taskId, isTerminalTask);
+    await waitFor(taskId, isTerminalTask);
     const events = await call(sock, "task.events", { task_id: taskId });
     expect(events["next_after_event_id"]).toEqual(expect.any(Number));
   });
@@ -190,7 +168,7 @@ describe("methods", () => {
     expect(Object.keys(r.result!).sort()).toEqual(["correlation_id", "idempotency_key", "status", "task_id"]);
     expect(r.result).toMatchObject({ status: "queued", correlation_id: "c-1", idempotency_key: "k-submit-shape" });
     expect(r.result!["task_id"]).toMatch(/^agt_[0-9a-f]{24}$/);
-    await waitForTask(sock, r.result!["task_id"] as string, isTerminalTask);
+    await waitFor(r.result!["task_id"] as string, isTerminalTask);
   });
 
   test("task.get returns exactly the task object and never a native id, process field or prompt", async () => {

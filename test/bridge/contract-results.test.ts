@@ -8,49 +8,27 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, lstatSync, readFileSync, rmSync, truncateSync } from "node:fs";
 import { join } from "node:path";
 import { sha256Hex } from "../../src/shared/canonical-json.ts";
-import {
-  allEvents,
-  type BridgeEnv,
-  type BridgeProcess,
-  bridgeEnv,
-  call,
-  codeOf,
-  isTerminalTask,
-  rpc,
-  startBridgeProcess,
-  submitTask,
-  waitForTask,
-} from "../helpers/bridge.ts";
+import { allEvents, call, codeOf, isTerminalTask, rpc } from "../helpers/bridge.ts";
 import { errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
+import { type Task, useBridge } from "../helpers/use-bridge.ts";
 import { RawConnection, request } from "./rpc-wire.ts";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
 
-let env: BridgeEnv;
-let bridge: BridgeProcess;
-let sock: string;
+const { env, sock, submit, waitFor } = useBridge();
 let mcp: McpSession;
 
 beforeAll(async () => {
-  env = bridgeEnv();
-  bridge = await startBridgeProcess(env);
-  sock = env.socketPath;
   mcp = await startStdio(env.configPath);
 });
 afterAll(async () => {
   await mcp.close();
-  await bridge.stop();
-  env.dir.remove();
 });
-
-type Task = Record<string, unknown>;
 
 /** Runs `repeat:count:piece` as a review task to its end. */
 async function repeated(count: number, piece: string, params: Record<string, unknown> = {}): Promise<Task> {
-  const r = await submitTask(sock, { prompt: `repeat:${count}:${piece}`, ...params });
-  if (!r.ok) throw new Error(`submit failed: ${r.error?.code}`);
-  return waitForTask(sock, r.result!["task_id"] as string, isTerminalTask, 60_000);
+  return waitFor(await submit({ prompt: `repeat:${count}:${piece}`, ...params }), isTerminalTask, 60_000);
 }
 
 const spoolFile = (taskId: unknown) => join(env.stateDir, "results", `${String(taskId)}.txt`);
@@ -231,9 +209,9 @@ describe("reading a spooled result", () => {
     expect(codeOf(await rpc(sock, "task.result.read", { task_id: inline["task_id"], max_bytes: 0, offset_bytes: -1 }))).toBe(
       "AGENT_RESULT_NOT_RETRIEVABLE",
     );
-    const failed = await waitForTask(sock, (await submitTask(sock, { prompt: "fail:x" })).result!["task_id"] as string, isTerminalTask);
+    const failed = await waitFor(await submit({ prompt: "fail:x" }), isTerminalTask);
     expect(codeOf(await rpc(sock, "task.result.read", { task_id: failed["task_id"] }))).toBe("AGENT_RESULT_NOT_RETRIEVABLE");
-    const running = (await submitTask(sock, { prompt: "wait:" })).result!["task_id"] as string;
+    const running = await submit({ prompt: "wait:" });
     expect(codeOf(await rpc(sock, "task.result.read", { task_id: running }))).toBe("AGENT_RESULT_NOT_RETRIEVABLE");
     await call(sock, "task.cancel", { task_id: running });
   });

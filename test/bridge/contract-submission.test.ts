@@ -5,72 +5,39 @@
  * Bridge process, its socket and the fake runtime's real child processes.
  */
 import { Database } from "bun:sqlite";
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { canonicalJson, sha256Hex } from "../../src/shared/canonical-json.ts";
-import {
-  type BridgeEnv,
-  type BridgeProcess,
-  bridgeEnv,
-  call,
-  codeOf,
-  isTerminalTask,
-  rpc,
-  startBridgeProcess,
-  submitTask,
-  waitForTask,
-} from "../helpers/bridge.ts";
+import { call, codeOf, isTerminalTask, rpc, submitTask } from "../helpers/bridge.ts";
+import { poll } from "../helpers/poll.ts";
+import { useBridge } from "../helpers/use-bridge.ts";
 import { type TempDir, tempDir } from "../helpers/workspace.ts";
 
-let extra: TempDir;
-let env: BridgeEnv;
-let bridge: BridgeProcess;
-let sock: string;
-
-beforeAll(async () => {
-  extra = tempDir("sfs-x-");
-  env = bridgeEnv({
-    config: { runtimes: { codex: { enabled: true, bin: join(extra.path, "no-codex") } } },
-    extraWorkdirs: [
-      { slot: 2, alias: "ro", path: extra.dir("ro"), read_only: true, agent_mode: "review", agent_runtimes: ["fake"] },
-      { slot: 3, alias: "off", path: extra.dir("off"), agent_mode: "disabled" },
-      { slot: 4, alias: "codexonly", path: extra.dir("cx"), read_only: false, agent_mode: "workspace-write", agent_runtimes: ["codex"] },
-    ],
-  });
-  env.dir.dir("ws/.hidden");
-  env.dir.dir("ws/.serverfs-disabled");
-  env.dir.dir("ws/id_rsa");
-  env.dir.dir("ws/src/deep");
-  symlinkSync(join(env.workspace, "src"), join(env.workspace, "link"));
-  bridge = await startBridgeProcess(env);
-  sock = env.socketPath;
+const extra: TempDir = tempDir("sfs-x-");
+const { env, sock, submit, waitFor } = useBridge({
+  config: { runtimes: { codex: { enabled: true, bin: join(extra.path, "no-codex") } } },
+  extraWorkdirs: [
+    { slot: 2, alias: "ro", path: extra.dir("ro"), read_only: true, agent_mode: "review", agent_runtimes: ["fake"] },
+    { slot: 3, alias: "off", path: extra.dir("off"), agent_mode: "disabled" },
+    { slot: 4, alias: "codexonly", path: extra.dir("cx"), read_only: false, agent_mode: "workspace-write", agent_runtimes: ["codex"] },
+  ],
+  prepare(tree) {
+    tree.dir.dir("ws/.hidden");
+    tree.dir.dir("ws/.serverfs-disabled");
+    tree.dir.dir("ws/id_rsa");
+    tree.dir.dir("ws/src/deep");
+    symlinkSync(join(tree.workspace, "src"), join(tree.workspace, "link"));
+  },
 });
-afterAll(async () => {
-  await bridge.stop();
-  env.dir.remove();
-  extra.remove();
-});
+afterAll(() => extra.remove());
 
 const GUARD = () => join(env.lockDir, "active", "01");
 
-/** A successful submit's task id. */
-async function submitted(params: Record<string, unknown>): Promise<string> {
-  const r = await submitTask(sock, params);
-  if (!r.ok) throw new Error(`submit failed: ${r.error?.code}: ${r.error?.message}`);
-  return r.result!["task_id"] as string;
-}
-
-const finished = async (params: Record<string, unknown>) => waitForTask(sock, await submitted(params), isTerminalTask);
+const finished = async (params: Record<string, unknown>) => waitFor(await submit(params), isTerminalTask);
 
 /** Waits until the last write task's finally path released slot 1 (its guard goes right before its lease). */
-async function slotFree(): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (existsSync(GUARD())) {
-    if (Date.now() > deadline) throw new Error("the write slot was not released");
-    await Bun.sleep(20);
-  }
-}
+const slotFree = (): Promise<void> => poll(() => !existsSync(GUARD()), 20_000, "the write slot's release");
 
 const submitCode = async (params: Record<string, unknown>) => codeOf(await submitTask(sock, params));
 
@@ -145,7 +112,7 @@ describe("submission order: the first failing step is the answer", () => {
   });
 
   test("a second write task for a held slot is WORKDIR_BUSY; a review task is not held up", async () => {
-    const writer = await submitted({ prompt: "wait:", profile: "workspace-write" });
+    const writer = await submit({ prompt: "wait:", profile: "workspace-write" });
     expect(await submitCode({ prompt: "complete:x", profile: "workspace-write" })).toBe("WORKDIR_BUSY");
     expect(await finished({ prompt: "complete:review" })).toMatchObject({ status: "succeeded" });
     await call(sock, "task.cancel", { task_id: writer });
@@ -178,7 +145,7 @@ describe("submission step 2: correlation_id validation and opacity", () => {
   test('"" counts as null in the answer, the task, the manifest and the events', async () => {
     const r = await submitTask(sock, { prompt: "complete:x", correlation_id: "" });
     expect(r.result!["correlation_id"]).toBeNull();
-    const t = await waitForTask(sock, r.result!["task_id"] as string, isTerminalTask);
+    const t = await waitFor(r.result!["task_id"] as string, isTerminalTask);
     expect(t["correlation_id"]).toBeNull();
     expect((t["manifest"] as Record<string, unknown>)["correlation_id"]).toBeNull();
     const page = await call<{ correlation_id: unknown; events: { correlation_id: unknown }[] }>(sock, "task.events", { task_id: t["task_id"] });
@@ -197,8 +164,8 @@ describe("submission step 2: correlation_id validation and opacity", () => {
 
   test("it never reaches the provider: no process carries it in its command line or environment", async () => {
     const marker = `corr-${crypto.randomUUID()}`;
-    const taskId = await submitted({ prompt: "wait:", correlation_id: marker });
-    await waitForTask(sock, taskId, (t) => t["status"] === "running");
+    const taskId = await submit({ prompt: "wait:", correlation_id: marker });
+    await waitFor(taskId, (t) => t["status"] === "running");
     const carriers: string[] = [];
     for (const pid of readdirSync("/proc").filter((n) => /^\d+$/.test(n))) {
       for (const file of ["cmdline", "environ"]) {
@@ -219,7 +186,7 @@ describe("submission step 6: idempotency", () => {
     const first = await submitTask(sock, { prompt: "complete:idem", idempotency_key: "k-replay" });
     expect(first.result).toMatchObject({ status: "queued", idempotency_key: "k-replay" });
     const taskId = first.result!["task_id"] as string;
-    await waitForTask(sock, taskId, isTerminalTask);
+    await waitFor(taskId, isTerminalTask);
     const again = await submitTask(sock, { prompt: "complete:idem", idempotency_key: "k-replay", path: "." });
     expect(again.result).toEqual({ task_id: taskId, status: "succeeded", correlation_id: null, idempotency_key: "k-replay" });
     const list = await call<{ tasks: { idempotency_key: string | null }[] }>(sock, "task.list", { limit: 500 });
@@ -243,8 +210,8 @@ describe("submission step 6: idempotency", () => {
   });
 
   test("a replay returns at once, without the later steps: a running write task replays instead of WORKDIR_BUSY", async () => {
-    const taskId = await submitted({ prompt: "wait:", profile: "workspace-write", idempotency_key: "k-busy" });
-    await waitForTask(sock, taskId, (t) => t["status"] === "running");
+    const taskId = await submit({ prompt: "wait:", profile: "workspace-write", idempotency_key: "k-busy" });
+    await waitFor(taskId, (t) => t["status"] === "running");
     const again = await submitTask(sock, { prompt: "wait:", profile: "workspace-write", idempotency_key: "k-busy" });
     expect(again.result).toMatchObject({ task_id: taskId, status: "running" });
     await call(sock, "task.cancel", { task_id: taskId });
@@ -338,8 +305,8 @@ describe("submission step 10 and continuation", () => {
     expect(await submitCode({ profile: "workspace-write", prompt: "complete:x", continue_from_task_id: review["task_id"] })).toBe(
       "AGENT_PROFILE_NOT_ALLOWED",
     );
-    const running = await submitted({ prompt: "wait:" });
-    await waitForTask(sock, running, (t) => t["status"] === "running");
+    const running = await submit({ prompt: "wait:" });
+    await waitFor(running, (t) => t["status"] === "running");
     expect(await submitCode({ profile: "workspace-write", prompt: "complete:x", continue_from_task_id: running })).toBe(
       "AGENT_PROFILE_NOT_ALLOWED",
     );

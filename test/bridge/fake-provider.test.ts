@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ServerFsError } from "../../src/shared/errors.ts";
 import { newMark, newTaskId } from "../../src/shared/ids.ts";
@@ -16,6 +16,8 @@ import type {
   RunContext,
   RunHandle,
 } from "../../src/workers/providers/types.ts";
+import { holdsWithin, poll } from "../helpers/poll.ts";
+import { groupMembers } from "../helpers/proc-scan.ts";
 import { type TempDir, tempDir } from "../helpers/workspace.ts";
 
 const QUICK = { graceMs: 1000, verifyMs: 3000, pollMs: 20 };
@@ -332,15 +334,16 @@ describe("docs/runtimes.md fake: the scripted runtime", () => {
     const r = run("steer:", { holdRecordMs: 200 });
     // before the task input went out the provider cannot take a message
     await expect(r.handle.sendMessage("too early")).rejects.toMatchObject({ code: "AGENT_TASK_NOT_ACTIVE" });
-    let sent = false;
-    for (let i = 0; i < 100 && !sent; i++) {
-      await Bun.sleep(50);
-      sent = await r.handle.sendMessage("turn left").then(
-        () => true,
-        () => false,
-      );
-    }
-    expect(sent).toBe(true);
+    // once the task input is out, the provider takes the message
+    await poll(
+      () =>
+        r.handle.sendMessage("turn left").then(
+          () => true,
+          () => false,
+        ),
+      5000,
+      "the provider taking a message",
+    );
     expect(finalText(await r.outcome)).toBe("steered=turn left");
     await expect(r.handle.sendMessage("too late")).rejects.toMatchObject({ code: "AGENT_TASK_NOT_ACTIVE" });
     await finish(r);
@@ -358,6 +361,7 @@ describe("docs/runtimes.md fake: the scripted runtime", () => {
 
   test("cancel during sleep: ends the run as cancelled, not with its text", async () => {
     const r = run("sleep:20000:never");
+    // not synchronization: a cancel ends the run as cancelled at any point; the pause lets it land in the sleep
     await Bun.sleep(300);
     r.handle.cancel();
     expect(await r.outcome).toEqual({ kind: "cancelled" });
@@ -381,13 +385,8 @@ describe("docs/runtimes.md fake: the scripted runtime", () => {
   test("spawn:SECONDS leaves a grandchild sleep in the group; cancel, then terminate kills it too", async () => {
     const r = run("spawn:60");
     const pgid = r.handle.pgid!;
-    let members: number[] = [];
-    for (let i = 0; i < 100 && members.length < 2; i++) {
-      await Bun.sleep(50);
-      members = readdirSync("/proc")
-        .map(Number)
-        .filter((pid) => Number.isSafeInteger(pid) && readProcStat(pid)?.pgrp === pgid && readProcStat(pid)?.state !== "Z");
-    }
+    await holdsWithin(() => groupMembers(pgid).length >= 2, 5000);
+    const members = groupMembers(pgid);
     expect(members.length).toBe(2);
     const grandchild = members.find((p) => p !== pgid)!;
     r.handle.cancel();

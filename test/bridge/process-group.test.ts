@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync, symlinkSync } from "node:fs";
+import { readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { newMark } from "../../src/shared/ids.ts";
 import {
@@ -10,6 +10,8 @@ import {
 } from "../../src/shared/process-group.ts";
 import { type ProviderProcess, spawnProvider } from "../../src/workers/providers/spawn.ts";
 import { tempDir } from "../helpers/workspace.ts";
+import { poll } from "../helpers/poll.ts";
+import { carriesMark, livePids } from "../helpers/proc-scan.ts";
 
 const QUICK = { graceMs: 400, verifyMs: 3000, pollMs: 20 };
 const dir = tempDir();
@@ -34,34 +36,6 @@ afterAll(async () => {
   dir.remove();
 });
 
-/** Live (not zombie) pids matching `pred`. */
-function livePids(pred: (pid: number) => boolean): number[] {
-  return readdirSync("/proc")
-    .map(Number)
-    .filter((pid) => Number.isSafeInteger(pid) && pid > 0)
-    .filter((pid) => {
-      const s = readProcStat(pid);
-      return s !== null && s.state !== "Z" && s.state !== "X" && pred(pid);
-    });
-}
-
-function carries(pid: number, mark: string): boolean {
-  try {
-    return readFileSync(`/proc/${pid}/environ`, "latin1").split("\0").includes(`${PROVIDER_MARK_VARIABLE}=${mark}`);
-  } catch {
-    return false;
-  }
-}
-
-async function until(cond: () => boolean, ms = 5000): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) return false;
-    await Bun.sleep(20);
-  }
-  return true;
-}
-
 describe("execution step 3 spawn: own group, start time from /proc", () => {
   test("the child leads its own process group and its start time is field 22 of /proc/<pid>/stat", () => {
     const { proc } = start("sleep 30");
@@ -79,7 +53,7 @@ describe("execution step 3 spawn: own group, start time from /proc", () => {
     const mark = newMark();
     const proc = spawnProvider({ command: [odd, "30"], cwd: dir.path, env: process.env, mark });
     started.push({ proc, mark });
-    expect(await until(() => readFileSync(`/proc/${proc.pid}/stat`, "latin1").includes("(x) 1 (y)"))).toBe(true);
+    await poll(() => readFileSync(`/proc/${proc.pid}/stat`, "latin1").includes("(x) 1 (y)"), 5000);
     const stat = readProcStat(proc.pid)!;
     expect(stat.pgrp).toBe(proc.pid);
     expect(stat.startTime).toBe(proc.startTime);
@@ -111,15 +85,15 @@ describe("group check", () => {
     const [member] = livePids((pid) => readProcStat(pid)?.pgrp === proc.pgid);
     expect(member).toBeDefined();
     process.kill(member!, "SIGKILL");
-    expect(await until(() => checkProcessGroup(proc.pgid, proc.startTime, mark) === "gone")).toBe(true);
+    await poll(() => checkProcessGroup(proc.pgid, proc.startTime, mark) === "gone", 5000);
   });
 
   test("a process that left the group with setsid but keeps the mark is still alive (mark scan)", async () => {
     const { proc, mark } = start("setsid sleep 30 & exit 0");
     await proc.exited;
     // the forked child carries the mark before it has run setsid: wait until it has left the group
-    const left = () => livePids((pid) => pid !== proc.pid && carries(pid, mark) && readProcStat(pid)?.pgrp !== proc.pgid);
-    expect(await until(() => left().length === 1)).toBe(true);
+    const left = () => livePids((pid) => pid !== proc.pid && carriesMark(pid, mark) && readProcStat(pid)?.pgrp !== proc.pgid);
+    await poll(() => left().length === 1, 5000);
     const [stray] = left();
     expect(readProcStat(stray!)!.pgrp).not.toBe(proc.pgid);
     expect(checkProcessGroup(proc.pgid, proc.startTime, mark)).toBe("alive");
@@ -129,19 +103,21 @@ describe("group check", () => {
 
   test("with only a mark recorded, the mark scan alone decides", async () => {
     const { proc, mark } = start("sleep 30");
+    // the mark is in the child's environment from its exec on, a moment after the spawn returns
+    await poll(() => carriesMark(proc.pid, mark), 5000, "the child carrying its mark");
     expect(checkProcessGroup(null, null, mark)).toBe("alive");
     expect(checkProcessGroup(null, null, newMark())).toBe("gone");
     process.kill(-proc.pgid, "SIGKILL");
     await proc.exited;
     // the group's last member may still be dying after the leader is reaped
-    expect(await until(() => checkProcessGroup(null, null, mark) === "gone")).toBe(true);
+    await poll(() => checkProcessGroup(null, null, mark) === "gone", 5000);
   });
 });
 
 describe("terminate", () => {
   test("a live group with a child is terminated and proven gone", async () => {
     const { proc, mark } = start("sleep 30 & sleep 30");
-    expect(await until(() => livePids((pid) => readProcStat(pid)?.pgrp === proc.pgid).length === 3)).toBe(true);
+    await poll(() => livePids((pid) => readProcStat(pid)?.pgrp === proc.pgid).length === 3, 5000);
     expect(checkProcessGroup(proc.pgid, proc.startTime, mark)).toBe("alive");
     expect(await terminateProcessGroup(proc.pgid, proc.startTime, mark, QUICK)).toEqual({ proven: true });
     expect(checkProcessGroup(proc.pgid, proc.startTime, mark)).toBe("gone");
@@ -150,7 +126,7 @@ describe("terminate", () => {
 
   test("a group that ignores SIGTERM is SIGKILLed after the grace period", async () => {
     const { proc, mark } = start("trap '' TERM; sleep 30 & wait");
-    expect(await until(() => livePids((pid) => readProcStat(pid)?.pgrp === proc.pgid).length === 2)).toBe(true);
+    await poll(() => livePids((pid) => readProcStat(pid)?.pgrp === proc.pgid).length === 2, 5000);
     const began = Date.now();
     expect(await terminateProcessGroup(proc.pgid, proc.startTime, mark, QUICK)).toEqual({ proven: true });
     expect(Date.now() - began).toBeGreaterThanOrEqual(QUICK.graceMs);
@@ -160,13 +136,13 @@ describe("terminate", () => {
 
   test("a marked process that left the group with setsid is signalled too", async () => {
     const { proc, mark } = start("setsid sleep 30 & sleep 30");
-    expect(await until(() => livePids((pid) => pid !== proc.pid && carries(pid, mark)).length === 2)).toBe(true);
-    const [stray] = livePids((pid) => carries(pid, mark) && readProcStat(pid)!.pgrp !== proc.pgid);
+    await poll(() => livePids((pid) => pid !== proc.pid && carriesMark(pid, mark)).length === 2, 5000);
+    const [stray] = livePids((pid) => carriesMark(pid, mark) && readProcStat(pid)!.pgrp !== proc.pgid);
     expect(stray).toBeDefined();
     expect(await terminateProcessGroup(proc.pgid, proc.startTime, mark, QUICK)).toEqual({ proven: true });
     const after = readProcStat(stray!);
     expect(after === null || after.state === "Z").toBe(true);
-    expect(livePids((pid) => carries(pid, mark))).toEqual([]);
+    expect(livePids((pid) => carriesMark(pid, mark))).toEqual([]);
   });
 
   test("a group already gone is proven without signals; one that cannot be checked is not proven", async () => {

@@ -4,7 +4,7 @@ import { type RpcServer, startRpcServer } from "../../src/main/bridge/rpc/server
 import { METHODS } from "../../src/shared/bridge-protocol/methods.ts";
 import { ServerFsError } from "../../src/shared/errors.ts";
 import { type TempDir, tempDir } from "../helpers/workspace.ts";
-import { exchange, RawConnection, request } from "./rpc-wire.ts";
+import { exchange, heldUntilAbort, RawConnection, request } from "./rpc-wire.ts";
 
 const MiB = 1_048_576;
 let dir: TempDir;
@@ -25,19 +25,7 @@ async function taskGet(params: { task_id: string }, ctx: { signal: AbortSignal }
   maxRunning = Math.max(maxRunning, running);
   try {
     if (id.startsWith("slow:")) await Bun.sleep(Number(id.slice(5)));
-    if (id === "wait") {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, 5000);
-        ctx.signal.addEventListener(
-          "abort",
-          () => {
-            clearTimeout(timer);
-            resolve();
-          },
-          { once: true },
-        );
-      });
-    }
+    if (id === "wait") await heldUntilAbort(ctx.signal, 5000);
     if (id === "throw") throw new Error("secret /home/user/boom");
     if (id === "code") throw new ServerFsError("AGENT_TASK_NOT_FOUND", "no such task");
     if (id === "big") return { text: "x".repeat(MiB) };

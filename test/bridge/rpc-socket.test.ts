@@ -3,7 +3,7 @@ import { chmodSync, chownSync, existsSync, linkSync, lstatSync, mkdirSync, readF
 import { join } from "node:path";
 import { type RpcServer, type RpcServerOptions, startRpcServer } from "../../src/main/bridge/rpc/server.ts";
 import { BUN, type TempDir, tempDir } from "../helpers/workspace.ts";
-import { exchange, RawConnection, request } from "./rpc-wire.ts";
+import { exchange, heldUntilAbort, RawConnection, request } from "./rpc-wire.ts";
 
 let dir: TempDir;
 let n = 0;
@@ -27,17 +27,7 @@ function start(socketPath: string, overrides: Partial<RpcServerOptions> = {}): P
     handlers: {
       "task.get": async (p) => ({ task_id: p.task_id }),
       "task.events": async (_, ctx) => {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, 8000);
-          ctx.signal.addEventListener(
-          "abort",
-          () => {
-            clearTimeout(timer);
-            resolve();
-          },
-          { once: true },
-        );
-        });
+        await heldUntilAbort(ctx.signal, 8000);
         return { aborted: ctx.signal.aborted };
       },
     },
@@ -237,6 +227,7 @@ describe("shutdown step 1", () => {
     const polling = await RawConnection.open(p);
     const idle = await RawConnection.open(p);
     polling.send(`${request("task.events", { task_id: "t", wait_ms: 8000 }, "poll")}\n`);
+    // a moment for the poll to reach its handler: an in-flight poll is the case under test
     await Bun.sleep(100);
     const started = Date.now();
     await s.close();

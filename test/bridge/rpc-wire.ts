@@ -15,6 +15,21 @@ function bounded<T>(p: Promise<T>, what: string, ms = BOUND_MS): Promise<T> {
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
+/** A fake handler's long poll: it holds its request until `ms` pass or the request is aborted. */
+export function heldUntilAbort(signal: AbortSignal, ms: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}
+
 export interface WireResponse {
   request_id: string | null;
   ok: boolean;

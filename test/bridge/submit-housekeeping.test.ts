@@ -10,6 +10,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { seedFinishedTasks } from "../../scripts/bench/lib/bridge-seed.ts";
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, codeOf, isTerminalTask, rpc, startBridgeProcess, submitTask, waitForTask } from "../helpers/bridge.ts";
+import { holdsWithin } from "../helpers/poll.ts";
 
 const EXPIRED = 10_000;
 
@@ -75,8 +76,7 @@ describe("a submit and the retention GC pass", () => {
     expect(left).toBeLessThanOrEqual(EXPIRED);
 
     // the pass it asked for still runs to the end: every expired unit goes
-    const deadline = Date.now() + 60_000;
-    while (expiredLeft(cutoff) > 0 && Date.now() < deadline) await Bun.sleep(100);
+    await holdsWithin(() => expiredLeft(cutoff) === 0, 60_000);
     expect(expiredLeft(cutoff)).toBe(0);
     expect((await waitForTask(env.socketPath, newId, isTerminalTask))["status"]).toBe("succeeded");
     expect((await call(env.socketPath, "task.get", { task_id: newId }))["result"]).toMatchObject({ storage: "spool" });

@@ -6,8 +6,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readGuard } from "../../src/shared/leases/guard-files.ts";
 import { type BridgeEnv, type BridgeProcess, allEvents, bridgeEnv, call, startBridgeProcess, submitTask, waitForTask } from "../helpers/bridge.ts";
+import { poll } from "../helpers/poll.ts";
 import { errorCode, type McpSession, startStdio } from "../helpers/mcp-client.ts";
-import { cleanup, crash, fakeProvidersIn, groupMembers, mcpView, taskRow, until, watchProviders } from "./support.ts";
+import { cleanup, crash, fakeProvidersIn, groupMembers, mcpView, taskRow, watchProviders } from "./support.ts";
 
 const envs: BridgeEnv[] = [];
 const bridges: BridgeProcess[] = [];
@@ -30,7 +31,7 @@ async function running(env: BridgeEnv, params: Record<string, unknown>, session 
   if (!r.ok) throw new Error(`submit failed: ${r.error?.code}`);
   const taskId = String(r.result!["task_id"]);
   await waitForTask(env.socketPath, taskId, (t) => t["status"] === "running");
-  if (session) expect(await until(() => taskRow(env.stateDir, taskId)?.native_session_id != null, 20_000)).toBe(true);
+  if (session) await poll(() => taskRow(env.stateDir, taskId)?.native_session_id != null, 20_000);
   return taskId;
 }
 
@@ -48,8 +49,6 @@ describe("kill -9 during a workspace-write task, then restart (terminate_orphans
   let pgid: number;
   let startedAt: string | null;
   let mcp: McpSession;
-  let restarted: BridgeProcess;
-  let seenProviders: number[];
 
   beforeAll(async () => {
     env = bridgeEnv();
@@ -61,7 +60,7 @@ describe("kill -9 during a workspace-write task, then restart (terminate_orphans
     pgid = row.provider_pgid!;
     startedAt = row.started_at;
     // the grandchild `sleep` is in the provider's group once the provider has started it
-    expect(await until(() => groupMembers(pgid).length >= 2)).toBe(true);
+    await poll(() => groupMembers(pgid).length >= 2);
     await crash(first);
     mcp = await startStdio(env.configPath);
   }, 60_000);
@@ -80,7 +79,7 @@ describe("kill -9 during a workspace-write task, then restart (terminate_orphans
     // NN.lock opened read-only, flock(LOCK_EX|LOCK_NB) succeeds, active/NN present
     expect(mcpView(env.lockDir, 1)).toBe("recovery_required");
     // the provider itself went with its pipes; its grandchild outlived the Bridge: the orphan group is alive
-    expect(await until(() => fakeProvidersIn(env.workspace).length === 0)).toBe(true);
+    await poll(() => fakeProvidersIn(env.workspace).length === 0);
     expect(groupMembers(pgid).length).toBeGreaterThan(0);
   });
 
@@ -89,65 +88,74 @@ describe("kill -9 during a workspace-write task, then restart (terminate_orphans
     expect(errorCode(r)).toBe("WORKDIR_RECOVERY_REQUIRED");
   });
 
-  test("restart terminates the orphan group, verifies it gone and clears the guard", async () => {
-    const watch = watchProviders(env.workspace);
-    restarted = await start(env);
-    // two maintenance intervals: a periodic sweep would have re-run nothing either
-    await Bun.sleep(2500);
-    seenProviders = await watch.stop();
-    expect(groupMembers(pgid)).toEqual([]);
-    expect(readGuard(env.lockDir, 1).kind).toBe("absent");
-    expect(mcpView(env.lockDir, 1)).toBe("free");
-    const audit = auditLines(restarted);
-    const terminated = audit.find((a) => a["event"] === "recovery.orphan_terminated" && a["task_id"] === writeTask);
-    expect(terminated).toMatchObject({ schema_version: 1, slot: 1, status: "SESSION_RESUMABLE", provider_active: false });
-    const removed = audit.find((a) => a["event"] === "recovery.guard_removed");
-    expect(removed).toMatchObject({ schema_version: 1, slot: 1, task_id: writeTask, correlation_id: null, provider_active: false });
-    expect(Object.keys(removed!).sort()).toEqual(
-      ["at", "correlation_id", "event", "level", "provider_active", "schema_version", "slot", "status", "task_id", "timestamp"].sort(),
-    );
-  });
+  describe("after the restart", () => {
+    let restarted: BridgeProcess;
+    let seenProviders: number[];
 
-  test("the task is interrupted with BRIDGE_RESTARTED, with the reconciliation events in order", async () => {
-    const task = await call(env.socketPath, "task.get", { task_id: writeTask });
-    expect(task).toMatchObject({ status: "interrupted", error_code: "BRIDGE_RESTARTED" });
-    const events = await allEvents(env.socketPath, writeTask);
-    expect(events.map((e) => e.event_type)).toEqual([
-      "task.started",
-      "runtime.reconcile_started",
-      "runtime.reconcile_finished",
-      "task.reconciled",
-      "task.interrupted",
-    ]);
-    expect(events[1]!.payload).toEqual({ runtime: "fake" });
-    expect(events[2]!.payload).toEqual({ runtime: "fake", status: "SESSION_RESUMABLE", provider_active: false });
-    expect(events[3]!.payload).toEqual({ status: "SESSION_RESUMABLE", provider_active: false, error_code: "BRIDGE_RESTARTED" });
-    expect(events[4]!.payload).toEqual({ error_code: "BRIDGE_RESTARTED" });
-  });
+    // the restart is this block's fixture, so each test below stands on its own given the crash
+    beforeAll(async () => {
+      const watch = watchProviders(env.workspace);
+      restarted = await start(env);
+      // a whole periodic sweep after the restart: it must re-run nothing either
+      await restarted.afterFullPass();
+      seenProviders = await watch.stop();
+    }, 60_000);
 
-  test("the provider is never started again", async () => {
-    expect(seenProviders).toEqual([]);
-    const events = await allEvents(env.socketPath, writeTask);
-    expect(events.filter((e) => e.event_type === "task.started")).toHaveLength(1);
-    expect(taskRow(env.stateDir, writeTask)!.started_at).toBe(startedAt);
-  });
+    test("restart terminates the orphan group, verifies it gone and clears the guard", async () => {
+      expect(groupMembers(pgid)).toEqual([]);
+      expect(readGuard(env.lockDir, 1).kind).toBe("absent");
+      expect(mcpView(env.lockDir, 1)).toBe("free");
+      const audit = auditLines(restarted);
+      const terminated = audit.find((a) => a["event"] === "recovery.orphan_terminated" && a["task_id"] === writeTask);
+      expect(terminated).toMatchObject({ schema_version: 1, slot: 1, status: "SESSION_RESUMABLE", provider_active: false });
+      const removed = audit.find((a) => a["event"] === "recovery.guard_removed");
+      expect(removed).toMatchObject({ schema_version: 1, slot: 1, task_id: writeTask, correlation_id: null, provider_active: false });
+      expect(Object.keys(removed!).sort()).toEqual(
+        ["at", "correlation_id", "event", "level", "provider_active", "schema_version", "slot", "status", "task_id", "timestamp"].sort(),
+      );
+    });
 
-  test("a review task is reconciled the same way, with no guard to clear", async () => {
-    const task = await call(env.socketPath, "task.get", { task_id: reviewTask });
-    expect(task).toMatchObject({ status: "interrupted", error_code: "BRIDGE_RESTARTED" });
-    const row = taskRow(env.stateDir, reviewTask)!;
-    expect(groupMembers(row.provider_pgid!)).toEqual([]);
-    const reconciled = (await allEvents(env.socketPath, reviewTask)).find((e) => e.event_type === "task.reconciled");
-    expect(reconciled?.payload).toEqual({ status: "SESSION_RESUMABLE", provider_active: false, error_code: "BRIDGE_RESTARTED" });
-  });
+    test("the task is interrupted with BRIDGE_RESTARTED, with the reconciliation events in order", async () => {
+      const task = await call(env.socketPath, "task.get", { task_id: writeTask });
+      expect(task).toMatchObject({ status: "interrupted", error_code: "BRIDGE_RESTARTED" });
+      const events = await allEvents(env.socketPath, writeTask);
+      expect(events.map((e) => e.event_type)).toEqual([
+        "task.started",
+        "runtime.reconcile_started",
+        "runtime.reconcile_finished",
+        "task.reconciled",
+        "task.interrupted",
+      ]);
+      expect(events[1]!.payload).toEqual({ runtime: "fake" });
+      expect(events[2]!.payload).toEqual({ runtime: "fake", status: "SESSION_RESUMABLE", provider_active: false });
+      expect(events[3]!.payload).toEqual({ status: "SESSION_RESUMABLE", provider_active: false, error_code: "BRIDGE_RESTARTED" });
+      expect(events[4]!.payload).toEqual({ error_code: "BRIDGE_RESTARTED" });
+    });
 
-  test("the slot takes writes again: the MCP mutation proceeds and a write task runs", async () => {
-    const r = await mcp.call("create_text_file", { workdir: "repo", path: "after-restart.txt", content: "x" });
-    expect(errorCode(r)).toBeNull();
-    const submit = await submitTask(env.socketPath, { profile: "workspace-write", prompt: "complete:again" });
-    expect(submit.ok).toBe(true);
-    const done = await waitForTask(env.socketPath, String(submit.result!["task_id"]), (t) => t["status"] === "succeeded");
-    expect(done["final_response"]).toBe("again");
+    test("the provider is never started again", async () => {
+      expect(seenProviders).toEqual([]);
+      const events = await allEvents(env.socketPath, writeTask);
+      expect(events.filter((e) => e.event_type === "task.started")).toHaveLength(1);
+      expect(taskRow(env.stateDir, writeTask)!.started_at).toBe(startedAt);
+    });
+
+    test("a review task is reconciled the same way, with no guard to clear", async () => {
+      const task = await call(env.socketPath, "task.get", { task_id: reviewTask });
+      expect(task).toMatchObject({ status: "interrupted", error_code: "BRIDGE_RESTARTED" });
+      const row = taskRow(env.stateDir, reviewTask)!;
+      expect(groupMembers(row.provider_pgid!)).toEqual([]);
+      const reconciled = (await allEvents(env.socketPath, reviewTask)).find((e) => e.event_type === "task.reconciled");
+      expect(reconciled?.payload).toEqual({ status: "SESSION_RESUMABLE", provider_active: false, error_code: "BRIDGE_RESTARTED" });
+    });
+
+    test("the slot takes writes again: the MCP mutation proceeds and a write task runs", async () => {
+      const r = await mcp.call("create_text_file", { workdir: "repo", path: "after-restart.txt", content: "x" });
+      expect(errorCode(r)).toBeNull();
+      const submit = await submitTask(env.socketPath, { profile: "workspace-write", prompt: "complete:again" });
+      expect(submit.ok).toBe(true);
+      const done = await waitForTask(env.socketPath, String(submit.result!["task_id"]), (t) => t["status"] === "succeeded");
+      expect(done["final_response"]).toBe("again");
+    });
   });
 });
 
@@ -163,7 +171,7 @@ describe("a crash whose task deadline passed before the restart", () => {
     // the premise: the crash came before the deadline, so no deadline timer ended the task
     expect(row.status).toBe("running");
     const pgid = row.provider_pgid!;
-    expect(await until(() => Date.now() > Date.parse(row.deadline_at!) + 100, 10_000)).toBe(true);
+    await poll(() => Date.now() > Date.parse(row.deadline_at!) + 100, 10_000);
     expect(readGuard(env.lockDir, 1).kind).toBe("valid");
 
     await start(env);

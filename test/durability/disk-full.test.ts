@@ -22,8 +22,9 @@ import {
   submitTask,
   waitForTask,
 } from "../helpers/bridge.ts";
+import { poll } from "../helpers/poll.ts";
 import { fill, mountTmpfs, unmount } from "../helpers/tmpfs.ts";
-import { cleanup, mcpView, until } from "./support.ts";
+import { cleanup, mcpView } from "./support.ts";
 
 const env: BridgeEnv = bridgeEnv({ lifecycle: { maintenance_interval_seconds: 1, max_active_tasks: 32 } });
 const mounts = [env.stateDir, env.lockDir];
@@ -78,10 +79,10 @@ describe.skipIf(!mounted)("a full disk under the state and lock directories", ()
     const cancel = await rpc(env.socketPath, "task.cancel", { task_id: review.task_id });
     expect(cancel.ok || codeOf(cancel) === "BRIDGE_STORAGE_ERROR").toBe(true);
     // the sleeping runs end meanwhile, and their ends cannot be written
-    expect(await until(() => enders.every((id) => bridge.stderr().includes(`"task_state_unrecorded","task_id":"${id}"`)), 20_000)).toBe(true);
+    await poll(() => enders.every((id) => bridge.stderr().includes(`"task_state_unrecorded","task_id":"${id}"`)), 20_000);
     for (const id of enders) expect((await call(env.socketPath, "task.get", { task_id: id }))["status"]).toBe("running");
     // fail closed: the write run is over and its lease free, but its guard stays
-    expect(await until(() => mcpView(env.lockDir, 1) === "recovery_required", 20_000)).toBe(true);
+    await poll(() => mcpView(env.lockDir, 1) === "recovery_required", 20_000);
     const blocked = await submitTask(env.socketPath, { profile: "workspace-write", prompt: "complete:x" });
     expect(["BRIDGE_STORAGE_ERROR", "WORKDIR_RECOVERY_REQUIRED"]).toContain(codeOf(blocked) ?? "accepted");
 
@@ -115,7 +116,7 @@ describe.skipIf(!mounted)("a full disk under the state and lock directories", ()
     for (const end of ends.keys()) {
       expect(["succeeded", "cancelled", "failed BRIDGE_STORAGE_ERROR", "interrupted BRIDGE_STORAGE_ERROR"]).toContain(end);
     }
-    expect(await until(() => mcpView(env.lockDir, 1) === "free", 20_000)).toBe(true);
+    await poll(() => mcpView(env.lockDir, 1) === "free", 20_000);
     const fresh = await call<{ task_id: string }>(env.socketPath, "task.submit", {
       runtime: "fake",
       workdir: "repo",
@@ -162,11 +163,9 @@ describe("a database locked past the busy timeout (an injected fault, no mount n
     let submit: Awaited<ReturnType<typeof submitTask>>;
     try {
       submit = await submitTask(locked.socketPath, { prompt: "complete:x" });
-      expect(
-        await until(() => lockedBridge.stderr().includes(`"task_state_unrecorded","task_id":"${task.task_id}"`), 30_000),
-      ).toBe(true);
+      await poll(() => lockedBridge.stderr().includes(`"task_state_unrecorded","task_id":"${task.task_id}"`), 30_000);
       // the run is over and its lease free, but its guard stays
-      expect(await until(() => mcpView(locked.lockDir, 1) === "recovery_required", 30_000)).toBe(true);
+      await poll(() => mcpView(locked.lockDir, 1) === "recovery_required", 30_000);
     } finally {
       holder.run("ROLLBACK");
       holder.close();
@@ -174,7 +173,7 @@ describe("a database locked past the busy timeout (an injected fault, no mount n
     expect(codeOf(submit)).toBe("BRIDGE_STORAGE_ERROR");
     const t = await waitForTask(locked.socketPath, task.task_id, isTerminalTask, 30_000);
     expect([t["status"], t["error_code"]]).toEqual(["interrupted", "BRIDGE_STORAGE_ERROR"]);
-    expect(await until(() => mcpView(locked.lockDir, 1) === "free", 20_000)).toBe(true);
+    await poll(() => mcpView(locked.lockDir, 1) === "free", 20_000);
     const fresh = await call<{ task_id: string }>(locked.socketPath, "task.submit", {
       runtime: "fake",
       workdir: "repo",

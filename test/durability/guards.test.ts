@@ -12,6 +12,7 @@ import { activeDir, guardPath, readGuard } from "../../src/shared/leases/guard-f
 import { newMark, newTaskId } from "../../src/shared/ids.ts";
 import type { TaskRow } from "../../src/shared/store/index.ts";
 import { type BridgeEnv, type BridgeProcess, allEvents, call, codeOf, rpc, startBridgeProcess, submitTask, waitForTask } from "../helpers/bridge.ts";
+import { poll } from "../helpers/poll.ts";
 import { runCli } from "../helpers/process.ts";
 import {
   aliasOf,
@@ -24,7 +25,6 @@ import {
   type Stray,
   startStray,
   taskRow,
-  until,
   type WriteEnv,
   writeEnv,
   writeGuard,
@@ -56,7 +56,7 @@ beforeAll(async () => {
     const r = await submitTask(env.socketPath, { workdir: aliasOf(slot), profile: "workspace-write", prompt: "complete:done" });
     const taskId = String(r.result!["task_id"]);
     await waitForTask(env.socketPath, taskId, (t) => t["status"] === "succeeded");
-    expect(await until(() => readGuard(env.lockDir, slot).kind === "absent")).toBe(true);
+    await poll(() => readGuard(env.lockDir, slot).kind === "absent");
     finished.set(slot, taskRow(env.stateDir, taskId)!);
   }
   expect(await first.stop("SIGTERM")).toBe(0);
@@ -171,7 +171,7 @@ describe("lazy reconciliation at write submit", () => {
     expect(events.slice(before).map((e) => [e.event_type, e.payload])).toEqual([["task.reconciled", { status: "SESSION_RESUMABLE", provider_active: false }]]);
     const done = await waitForTask(env.socketPath, String(r.result!["task_id"]), (t) => t["status"] === "succeeded");
     expect(done["final_response"]).toBe("after lazy");
-    expect(await until(() => readGuard(env.lockDir, 4).kind === "absent")).toBe(true);
+    await poll(() => readGuard(env.lockDir, 4).kind === "absent");
   });
 });
 

@@ -6,10 +6,11 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { readGuard } from "../../src/shared/leases/guard-files.ts";
-import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, codeOf, startBridgeProcess, submitTask, waitForTask } from "../helpers/bridge.ts";
+import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, codeOf, type RpcResponse, startBridgeProcess, submitTask, waitForTask } from "../helpers/bridge.ts";
+import { poll } from "../helpers/poll.ts";
 import { runCli } from "../helpers/process.ts";
 import { writeConfig } from "../helpers/workspace.ts";
-import { cleanup, mcpView, until } from "./support.ts";
+import { cleanup, mcpView } from "./support.ts";
 
 let env: BridgeEnv;
 let bridge: BridgeProcess;
@@ -64,16 +65,19 @@ describe("one write task per slot", () => {
 
     await waitForTask(env.socketPath, firstId, (t) => t["status"] === "succeeded");
     // the lease is released at the end of the finally path, a moment after the terminal state
-    let second = await submitTask(env.socketPath, { profile: "workspace-write", prompt: "complete:second" });
-    const deadline = Date.now() + 10_000;
-    while (codeOf(second) === "WORKDIR_BUSY" && Date.now() < deadline) {
-      await Bun.sleep(50);
-      second = await submitTask(env.socketPath, { profile: "workspace-write", prompt: "complete:second" });
-    }
-    expect(second.ok).toBe(true);
-    const done = await waitForTask(env.socketPath, String(second.result!["task_id"]), (t) => t["status"] === "succeeded");
+    let second: RpcResponse | undefined;
+    await poll(
+      async () => {
+        second = await submitTask(env.socketPath, { profile: "workspace-write", prompt: "complete:second" });
+        return codeOf(second) !== "WORKDIR_BUSY";
+      },
+      10_000,
+      "a write submit past the released lease",
+    );
+    expect(second!.ok).toBe(true);
+    const done = await waitForTask(env.socketPath, String(second!.result!["task_id"]), (t) => t["status"] === "succeeded");
     expect(done["final_response"]).toBe("second");
-    expect(await until(() => mcpView(env.lockDir, 1) === "free")).toBe(true);
+    await poll(() => mcpView(env.lockDir, 1) === "free");
     expect(readGuard(env.lockDir, 1).kind).toBe("absent");
   });
 });

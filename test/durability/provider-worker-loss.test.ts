@@ -6,6 +6,7 @@ import { guardPath } from "../../src/shared/leases/guard-files.ts";
 import { checkProcessGroup } from "../../src/shared/process-group.ts";
 import { Store } from "../../src/shared/store/index.ts";
 import { type BridgeEnv, bridgeEnv, call, isTerminalTask, waitForTask } from "../helpers/bridge.ts";
+import { poll } from "../helpers/poll.ts";
 
 let env: BridgeEnv;
 let bridge: RunningBridge;
@@ -34,9 +35,7 @@ describe("docs/task-model.md#threads a provider worker that dies", () => {
     const ended = await waitForTask(env.socketPath, taskId, isTerminalTask, 30_000);
     expect(ended["status"]).toBe("failed");
     expect(ended["error_code"]).toBe("AGENT_PROVIDER_DISCONNECTED");
-    const deadline = Date.now() + 20_000;
-    while (existsSync(guardPath(env.lockDir, 1)) && Date.now() < deadline) await Bun.sleep(50);
-    expect(existsSync(guardPath(env.lockDir, 1))).toBe(false);
+    await poll(() => !existsSync(guardPath(env.lockDir, 1)), 20_000, "the guard's removal");
     expect(checkProcessGroup(row.provider_pgid, row.provider_start_time, row.provider_mark)).toBe("gone");
 
     const next = await call(env.socketPath, "task.submit", { runtime: "fake", workdir: "repo", path: "", profile: "workspace-write", prompt: "complete:after" });

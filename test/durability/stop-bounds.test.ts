@@ -8,7 +8,8 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, startBridgeProcess, waitForTask } from "../helpers/bridge.ts";
-import { cleanup, isAlive, mcpView, startStray, taskRow, until } from "./support.ts";
+import { poll } from "../helpers/poll.ts";
+import { cleanup, isAlive, mcpView, startStray, taskRow } from "./support.ts";
 
 const BOUND_MS = 12_000;
 /** The contract's 10 s wait for the leader, less polling slack: a stop this fast skipped the wait. */
@@ -45,7 +46,7 @@ async function stubbornWriteTask(lifecycle: Record<string, number> = {}) {
 
 /** Waits until the slot is free to the MCP side (no guard, no lease) and returns the elapsed time. */
 async function freedAfter(env: BridgeEnv, from: number): Promise<number> {
-  expect(await until(() => mcpView(env.lockDir, 1) === "free", 30_000)).toBe(true);
+  await poll(() => mcpView(env.lockDir, 1) === "free", 30_000);
   return Date.now() - from;
 }
 

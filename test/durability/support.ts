@@ -3,7 +3,7 @@
  * an MCP role would see, task rows as the Bridge wrote them, and strays that ignore SIGTERM. Every
  * process a test starts, or a killed Bridge leaves, is reaped through `cleanup` in `afterAll`.
  */
-import { closeSync, constants, openSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
+import { closeSync, constants, openSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { tryLockExclusive, unlock } from "../../src/shared/ffi/libc.ts";
 import { newMark, newTaskId } from "../../src/shared/ids.ts";
 import { guardPath, readGuard } from "../../src/shared/leases/guard-files.ts";
@@ -11,35 +11,13 @@ import { lockPath } from "../../src/shared/leases/lock-files.ts";
 import { PROVIDER_MARK_VARIABLE, readProcStat, terminateProcessGroup } from "../../src/shared/process-group.ts";
 import { Store, type TaskRow } from "../../src/shared/store/index.ts";
 import { type BridgeEnv, type BridgeEnvOptions, type BridgeProcess, bridgeEnv } from "../helpers/bridge.ts";
+import { poll } from "../helpers/poll.ts";
+import { groupMembers, livePids } from "../helpers/proc-scan.ts";
 import { tempDir } from "../helpers/workspace.ts";
 
+export { carriesMark, groupMembers, isAlive, livePids } from "../helpers/proc-scan.ts";
+
 const QUICK = { graceMs: 200, verifyMs: 3000, pollMs: 20 };
-
-/** Live (not zombie) processes matching `pred`. */
-export function livePids(pred: (pid: number) => boolean): number[] {
-  return readdirSync("/proc")
-    .map(Number)
-    .filter((pid) => Number.isSafeInteger(pid) && pid > 0)
-    .filter((pid) => {
-      const s = readProcStat(pid);
-      return s !== null && s.state !== "Z" && s.state !== "X" && pred(pid);
-    });
-}
-
-export const groupMembers = (pgid: number): number[] => livePids((pid) => readProcStat(pid)?.pgrp === pgid);
-
-export function carriesMark(pid: number, mark: string): boolean {
-  try {
-    return readFileSync(`/proc/${pid}/environ`, "latin1").split("\0").includes(`${PROVIDER_MARK_VARIABLE}=${mark}`);
-  } catch {
-    return false;
-  }
-}
-
-export const isAlive = (pid: number): boolean => {
-  const s = readProcStat(pid);
-  return s !== null && s.state !== "Z" && s.state !== "X";
-};
 
 /** Fake provider processes running in `dir` (a re-run would be one of them). */
 export function fakeProvidersIn(dir: string): number[] {
@@ -69,15 +47,6 @@ export function watchProviders(dir: string): { stop(): Promise<number[]> } {
       return [...seen];
     },
   };
-}
-
-export async function until(cond: () => boolean, ms = 10_000): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) return false;
-    await Bun.sleep(25);
-  }
-  return true;
 }
 
 /** A task row as the Bridge stored it, through its own store module (a connection of our own). */
@@ -179,12 +148,15 @@ export function startStray(mark: string = newMark()): Stray {
     mark,
     async child() {
       let found: number | undefined;
-      await until(() => {
-        found = groupMembers(proc.pid).find((p) => p !== proc.pid);
-        return found !== undefined;
-      });
-      if (found === undefined) throw new Error("the stray's grandchild did not start");
-      return found;
+      await poll(
+        () => {
+          found = groupMembers(proc.pid).find((p) => p !== proc.pid);
+          return found !== undefined;
+        },
+        10_000,
+        "the stray's grandchild starting",
+      );
+      return found!;
     },
   };
   strays.push(stray);

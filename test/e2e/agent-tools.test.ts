@@ -29,6 +29,7 @@ import {
   submit,
   waitForTask,
 } from "./support.ts";
+import { AGENT_TOOLS } from "../helpers/tool-names.ts";
 
 /** Every canary carries this marker; it must never reach a log. Correlation ids and keys are logged, so they never carry it. */
 const MARKER = `cnry${randomBytes(6).toString("hex")}`;
@@ -220,6 +221,8 @@ describe("wait_ms and send_agent_message (steer)", () => {
   test("a waiting read returns as soon as an event is appended, long before wait_ms", async () => {
     const t0 = performance.now();
     const waiting = mcp.call("read_agent_task_events", { task_id: taskId, after_event_id: cursor, wait_ms: 25_000 });
+    // not synchronization: the read answers the same if the message comes first; the pause makes it
+    // come while the read is waiting, the case under test
     await Bun.sleep(300);
     const sent = await ok(mcp, "send_agent_message", { task_id: taskId, message: CANARY.steer });
     expect(sent).toEqual({ task_id: taskId, accepted: true, correlation_id: "corr-steer" });
@@ -641,17 +644,7 @@ describe("the Agent tools over Streamable HTTP", () => {
 describe("correlation_id and metadata-only audit records", () => {
   test("every Agent tool_call record carries schema_version 1 and the task's correlation_id", async () => {
     await eventually(() => stdio.audit().some((r) => r["tool"] === "read_agent_task_result" && r["success"] === true));
-    const agentTools = new Set([
-      "list_agent_runtimes",
-      "submit_agent_task",
-      "get_agent_task",
-      "read_agent_task_events",
-      "respond_agent_approval",
-      "answer_agent_question",
-      "send_agent_message",
-      "cancel_agent_task",
-      "read_agent_task_result",
-    ]);
+    const agentTools = new Set(AGENT_TOOLS);
     const records = stdio.audit().filter((r) => r["event"] === "tool_call" && agentTools.has(String(r["tool"])));
     expect(new Set(records.map((r) => r["tool"]))).toEqual(agentTools);
     for (const r of records) expect({ tool: r["tool"], schema_version: r["schema_version"] }).toEqual({ tool: r["tool"], schema_version: 1 });

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, startBridgeProcess } from "../helpers/bridge.ts";
 import { REPO_ROOT, SERVERFS, type TempDir, tempDir } from "../helpers/workspace.ts";
 import type { Json } from "./support.ts";
+import { AGENT_TOOLS, FILESYSTEM_TOOLS } from "../helpers/tool-names.ts";
 
 const PACKAGE = "@modelcontextprotocol/inspector";
 const TOOL_ERROR_EXIT = 5;
@@ -70,28 +71,7 @@ describe("a client nobody here wrote: the MCP Inspector CLI", () => {
     const r = await inspector(["--method", "tools/list"]);
     expect(r.code).toBe(0);
     const tools = (r.out["result"] as { tools: { name: string; annotations: Json; inputSchema: Json }[] }).tools;
-    expect(tools.map((t) => t.name)).toEqual([
-      "list_workdirs",
-      "list_directory",
-      "find_files",
-      "search_text",
-      "read_text_file",
-      "stat_file",
-      "create_text_file",
-      "edit_text_file",
-      "delete_file",
-      "create_directory",
-      "delete_directory",
-      "list_agent_runtimes",
-      "submit_agent_task",
-      "get_agent_task",
-      "read_agent_task_events",
-      "respond_agent_approval",
-      "answer_agent_question",
-      "send_agent_message",
-      "cancel_agent_task",
-      "read_agent_task_result",
-    ]);
+    expect(tools.map((t) => t.name)).toEqual([...FILESYSTEM_TOOLS, ...AGENT_TOOLS]);
     for (const t of tools) {
       expect(Object.keys(t.annotations)).toEqual(expect.arrayContaining(["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"]));
       expect(t.inputSchema["additionalProperties"]).toBe(false);

@@ -12,6 +12,7 @@ import { type BridgeEnv, type BridgeProcess, bridgeEnv, startBridgeProcess } fro
 import { errorCode, type McpSession, parseAudit, startStdio } from "../helpers/mcp-client.ts";
 import { type TempDir, tempDir } from "../helpers/workspace.ts";
 import { allEvents, code, eventually, hasStatus, isTerminal, type Json, ok, submit, waitForTask } from "./support.ts";
+import { poll } from "../helpers/poll.ts";
 
 let env: BridgeEnv;
 let extra: TempDir;
@@ -47,14 +48,17 @@ const create = (workdir: string, path: string) => mcp.call("create_text_file", {
  * way must be WORKDIR_BUSY.
  */
 async function whenSlotFree(attempt: () => Promise<CallToolResult>): Promise<Json> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const r = await attempt();
-    if (!r.isError) return r.structuredContent as Json;
-    expect(errorCode(r)).toBe("WORKDIR_BUSY");
-    if (Date.now() > deadline) throw new Error("the lease was never released");
-    await Bun.sleep(50);
-  }
+  let r: CallToolResult | undefined;
+  await poll(
+    async () => {
+      r = await attempt();
+      if (r.isError) expect(errorCode(r)).toBe("WORKDIR_BUSY");
+      return !r.isError;
+    },
+    20_000,
+    "the lease's release",
+  );
+  return r!.structuredContent as Json;
 }
 
 beforeAll(async () => {

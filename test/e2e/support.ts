@@ -8,10 +8,10 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { errorCode, type McpSession, parseAudit, structured } from "../helpers/mcp-client.ts";
 import { spawnCli } from "../helpers/process.ts";
+import { TERMINAL } from "../helpers/bridge.ts";
+import { poll } from "../helpers/poll.ts";
 
 export type Json = Record<string, unknown>;
-
-export const TERMINAL = new Set(["succeeded", "failed", "cancelled", "interrupted"]);
 
 /** A call that must succeed: its structuredContent. */
 export async function ok<T = Json>(session: McpSession, name: string, args: Json = {}): Promise<T> {
@@ -141,10 +141,4 @@ export async function startHttp(configPath: string): Promise<McpSession & { port
 }
 
 /** Waits (bounded) until `check` holds; stderr and stdout are separate pipes, so logs may lag. */
-export async function eventually(check: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error("condition not reached in time");
-    await Bun.sleep(20);
-  }
-}
+export const eventually = (check: () => boolean, timeoutMs = 5_000): Promise<void> => poll(check, timeoutMs, "the logged fact");

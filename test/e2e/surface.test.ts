@@ -9,32 +9,8 @@ import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { type McpSession, startStdio } from "../helpers/mcp-client.ts";
 import type { Table } from "../helpers/toml.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
+import { AGENT_TOOLS, BINARY_TOOLS, FILESYSTEM_TOOLS } from "../helpers/tool-names.ts";
 
-const FILESYSTEM = [
-  "list_workdirs",
-  "list_directory",
-  "find_files",
-  "search_text",
-  "read_text_file",
-  "stat_file",
-  "create_text_file",
-  "edit_text_file",
-  "delete_file",
-  "create_directory",
-  "delete_directory",
-];
-const BINARY = ["download_binary_file", "upload_binary_file"];
-const AGENT = [
-  "list_agent_runtimes",
-  "submit_agent_task",
-  "get_agent_task",
-  "read_agent_task_events",
-  "respond_agent_approval",
-  "answer_agent_question",
-  "send_agent_message",
-  "cancel_agent_task",
-  "read_agent_task_result",
-];
 
 /** docs/mcp-tools.md#annotations, row by row: readOnly, destructive, idempotent, openWorld. */
 const HINTS: Record<string, [boolean, boolean, boolean, boolean]> = {
@@ -164,23 +140,23 @@ afterAll(async () => {
 
 describe("registration and tool counts", () => {
   test("the Bridge enabled with an Agent workdir registers 20 tools, in the table's order", async () => {
-    expect((await listing(agent)).map((t) => t.name)).toEqual([...FILESYSTEM, ...AGENT]);
+    expect((await listing(agent)).map((t) => t.name)).toEqual([...FILESYSTEM_TOOLS, ...AGENT_TOOLS]);
   });
 
   test("with binary transfer on as well, 22 tools: filesystem, binary, Agent", async () => {
-    expect((await listing(agentBinary)).map((t) => t.name)).toEqual([...FILESYSTEM, ...BINARY, ...AGENT]);
+    expect((await listing(agentBinary)).map((t) => t.name)).toEqual([...FILESYSTEM_TOOLS, ...BINARY_TOOLS, ...AGENT_TOOLS]);
   });
 
   test("with the Bridge disabled, the 11 filesystem tools only", async () => {
-    expect((await listing(plain)).map((t) => t.name)).toEqual(FILESYSTEM);
+    expect((await listing(plain)).map((t) => t.name)).toEqual(FILESYSTEM_TOOLS);
   });
 
   test("binary transfer without the Bridge gives 13", async () => {
-    expect((await listing(binaryOnly)).map((t) => t.name)).toEqual([...FILESYSTEM, ...BINARY]);
+    expect((await listing(binaryOnly)).map((t) => t.name)).toEqual([...FILESYSTEM_TOOLS, ...BINARY_TOOLS]);
   });
 
   test("the Bridge enabled with no Agent workdir registers no Agent tool", async () => {
-    expect((await listing(bridgeNoAgent)).map((t) => t.name)).toEqual(FILESYSTEM);
+    expect((await listing(bridgeNoAgent)).map((t) => t.name)).toEqual(FILESYSTEM_TOOLS);
   });
 
   test("the startup audit event counts the registered tools", async () => {

@@ -7,6 +7,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { StringDecoder } from "node:string_decoder";
+import { poll } from "./poll.ts";
 import { spawnCli, waitForAuditEvent } from "./process.ts";
 import type { Table } from "./toml.ts";
 import { type TempDir, tempDir, writeConfig } from "./workspace.ts";
@@ -57,14 +58,43 @@ export function bridgeEnv(opts: BridgeEnvOptions = {}): BridgeEnv {
   return { dir, configPath, socketPath, stateDir, lockDir, workspace };
 }
 
+export type LogLine = Record<string, unknown> & { event: string; level: string };
+
+export interface LineWait {
+  /** Only lines after this many (a `lines().length` taken at the moment of interest); default: now. */
+  since?: number;
+  /** The how-manieth matching line to wait for; default 1. */
+  count?: number;
+  where?: (line: LogLine) => boolean;
+  timeoutMs?: number;
+}
+
 export interface BridgeProcess {
   proc: ReturnType<typeof spawnCli>;
   /** Everything the Bridge wrote on stderr but its startup line. */
   stderr(): string;
   /** The `bridge_started` line, parsed. */
   startupLine(): Record<string, unknown> | null;
+  /** Every complete log line so far, parsed, the startup line included. */
+  lines(): LogLine[];
+  /** Waits for a log line `event` written after the moment `wait.since` names, and returns it. */
+  nextLine(event: string, wait?: LineWait): Promise<LogLine>;
+  /**
+   * Waits until a whole maintenance pass began and ended after `since` (default: now). Passes never
+   * overlap, so the second `maintenance_pass` line from then on is one that started after it
+   * (docs/deployment.md "Logs").
+   */
+  afterFullPass(since?: number): Promise<LogLine>;
   stop(signal?: NodeJS.Signals): Promise<number>;
 }
+
+/** The complete JSON lines of a log; a line still being written is left for the next look. */
+const parseLines = (log: string): LogLine[] =>
+  log
+    .split("\n")
+    .slice(0, -1)
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l) as LogLine);
 
 /** `processEnv` adds variables to the Bridge's environment (which its providers inherit). */
 export async function startBridgeProcess(env: BridgeEnv, processEnv?: Record<string, string>): Promise<BridgeProcess> {
@@ -73,18 +103,40 @@ export async function startBridgeProcess(env: BridgeEnv, processEnv?: Record<str
   let log = "";
   void (async () => {
     const reader = forLog.getReader();
+    // one decoder for the stream: a character split between two chunks stays whole
+    const decoder = new TextDecoder();
     for (;;) {
       const { value, done } = await reader.read();
       if (done) break;
-      log += new TextDecoder().decode(value);
+      log += decoder.decode(value, { stream: true });
     }
   })();
   await waitForAuditEvent(forWait, "bridge_started", 20_000);
+  const lines = () => parseLines(log);
+  const nextLine = async (event: string, wait: LineWait = {}): Promise<LogLine> => {
+    const since = wait.since ?? lines().length;
+    const count = wait.count ?? 1;
+    let found: LogLine | undefined;
+    await poll(
+      () => {
+        found = lines()
+          .slice(since)
+          .filter((l) => l.event === event && (wait.where?.(l) ?? true))[count - 1];
+        return found !== undefined;
+      },
+      wait.timeoutMs ?? 20_000,
+      `log line ${event} #${count}`,
+    );
+    return found!;
+  };
   return {
     proc,
     // the startup line alone may name the operator's own files and the pid (docs/deployment.md "Logs")
     stderr: () => log.replace(/^.*"event":"bridge_started".*\n/m, ""),
     startupLine: () => JSON.parse(/^.*"event":"bridge_started".*$/m.exec(log)?.[0] ?? "null") as Record<string, unknown> | null,
+    lines,
+    nextLine,
+    afterFullPass: (since) => nextLine("maintenance_pass", { since, count: 2 }),
     async stop(signal = "SIGTERM") {
       proc.kill(signal);
       return proc.exited;
@@ -154,13 +206,16 @@ export async function call<T = Record<string, unknown>>(socketPath: string, meth
 
 /** Polls task.get until `until(task)` holds. */
 export async function waitForTask(socketPath: string, taskId: string, until: (t: Record<string, unknown>) => boolean, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const t = await call(socketPath, "task.get", { task_id: taskId });
-    if (until(t)) return t;
-    if (Date.now() > deadline) throw new Error(`task ${taskId} stuck in ${String(t["status"])}`);
-    await Bun.sleep(50);
-  }
+  let last: Record<string, unknown> = {};
+  await poll(
+    async () => {
+      last = await call(socketPath, "task.get", { task_id: taskId });
+      return until(last);
+    },
+    timeoutMs,
+    () => `task ${taskId} (stuck in ${String(last["status"])}) reaching the state`,
+  );
+  return last;
 }
 
 export const TERMINAL = new Set(["succeeded", "failed", "cancelled", "interrupted"]);

@@ -6,6 +6,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { REPO_ROOT, SERVERFS } from "./workspace.ts";
+import { poll } from "./poll.ts";
 
 export interface McpSession {
   client: Client;
@@ -79,11 +80,6 @@ export async function callAudited(
   const toolCalls = () => session.audit().filter((r) => r["event"] === "tool_call");
   const before = toolCalls().length;
   const result = await session.call(name, args);
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const calls = toolCalls();
-    if (calls.length > before) return { result, record: calls[before]! };
-    if (Date.now() > deadline) throw new Error(`no tool_call audit record for ${name}`);
-    await Bun.sleep(5);
-  }
+  await poll(() => toolCalls().length > before, timeoutMs, `a tool_call audit record for ${name}`);
+  return { result, record: toolCalls()[before]! };
 }

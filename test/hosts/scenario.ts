@@ -107,18 +107,6 @@ export const SCENARIO: ScenarioCall[] = [
 ];
 
 /** The filesystem tools a default config lists (the binary tools are off unless configured). */
-export const FILESYSTEM_TOOLS = [
-  "list_workdirs",
-  "list_directory",
-  "find_files",
-  "search_text",
-  "read_text_file",
-  "stat_file",
-  "create_text_file",
-  "edit_text_file",
-  "delete_file",
-  "create_directory",
-  "delete_directory",
-];
+export { FILESYSTEM_TOOLS } from "../helpers/tool-names.ts";
 
 export const FINAL_WORDS = "host tier conversation complete";

@@ -11,6 +11,7 @@ import { errorCode, type McpSession, startStdio, structured } from "../helpers/m
 import { startRaw } from "../helpers/raw-stdio.ts";
 import { describeStall, measureStall } from "../helpers/stall.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
+import { holdsWithin } from "../helpers/poll.ts";
 
 const HUGE_ENTRIES = 150_000;
 const STALL_MS = 200;
@@ -162,8 +163,7 @@ describe("a stopped job ends its work and closes its handles", () => {
       const started = performance.now();
       expect(errorCode(await s.call("search_text", { workdir: "big", query: "ZEBRA", case_sensitive: false }))).toBe("SEARCH_TIMEOUT");
       expect(performance.now() - started).toBeLessThan(3000);
-      const deadline = Date.now() + 5000;
-      while (fds() > baseline && Date.now() < deadline) await Bun.sleep(20);
+      await holdsWithin(() => fds() <= baseline, 5000);
       expect(fds()).toBeLessThanOrEqual(baseline);
       expect(structured<{ returned: number }>(await s.call("search_text", { workdir: "big", query: "hello", glob: "small.txt" })).returned).toBe(1);
     } finally {

@@ -9,6 +9,7 @@ import { parseAudit } from "../helpers/mcp-client.ts";
 import { runCli, spawnCli } from "../helpers/process.ts";
 import type { Table } from "../helpers/toml.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
+import { poll } from "../helpers/poll.ts";
 
 let dir: TempDir;
 let workdirs: Table[];
@@ -40,13 +41,9 @@ async function spawnHttpServer(configPath: string, listen = "127.0.0.1:0"): Prom
     for await (const chunk of proc.stderr) err += decoder.decode(chunk, { stream: true });
   })();
   const waitFor = async (event: string, count = 1) => {
-    const deadline = Date.now() + 15_000;
-    for (;;) {
-      const found = parseAudit(err).filter((r) => r["event"] === event);
-      if (found.length >= count) return found;
-      if (Date.now() > deadline) throw new Error(`no ${event} audit event`);
-      await Bun.sleep(10);
-    }
+    const found = () => parseAudit(err).filter((r) => r["event"] === event);
+    await poll(() => found().length >= count, 15_000, `${count} ${event} audit event(s)`);
+    return found();
   };
   const [startup] = await waitFor("startup");
   const port = Number(String(startup!["listen"]).split(":").pop());

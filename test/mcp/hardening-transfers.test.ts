@@ -15,6 +15,7 @@ import { startHttp } from "../e2e/support.ts";
 import { errorCode, type McpSession, parseAudit, startStdio, structured } from "../helpers/mcp-client.ts";
 import { type RawServer, startRaw } from "../helpers/raw-stdio.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
+import { holdsWithin } from "../helpers/poll.ts";
 
 let dir: TempDir;
 let bin: string;
@@ -166,8 +167,7 @@ describe("a stdio message larger than the server reads", () => {
       raw.write(`${JSON.stringify({ ...hidden, trailer: "B".repeat(100 * 1024) })}\n`);
       expect(await listWorkdirs(raw, 4)).toHaveLength(1);
       expect(raw.answered.has(3)).toBe(false);
-      const deadline = Date.now() + 5000;
-      while (tooLarge(raw).length < 2 && Date.now() < deadline) await Bun.sleep(10);
+      await holdsWithin(() => tooLarge(raw).length >= 2, 5000);
       expect(tooLarge(raw).map((l) => l["answered"])).toEqual([null, null]);
       // A large request that fits still goes through on the same session after the dropped lines.
       raw.callTool(5, "upload_binary_file", { workdir: "bin", path: "after.bin", data_base64: big.subarray(0, 1 << 20).toString("base64") });

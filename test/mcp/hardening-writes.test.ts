@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { holdFlock, releaseAllFlocks } from "../helpers/flock-holder.ts";
 import { errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
+import { poll } from "../helpers/poll.ts";
 
 let dir: TempDir;
 let rw: string;
@@ -30,13 +31,16 @@ const temps = (rel: string) => readdirSync(join(rw, rel)).filter((n) => TEMP.tes
 
 /** Polls until a temp file of `size` bytes sits in `rel` (its writer is waiting to publish). */
 async function waitForCompleteTemp(rel: string, size: number): Promise<string> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const found = temps(rel).find((n) => statSync(join(rw, rel, n)).size === size);
-    if (found) return join(rw, rel, found);
-    if (Date.now() > deadline) throw new Error(`no complete temp file in ${rel}`);
-    await Bun.sleep(5);
-  }
+  let found: string | undefined;
+  await poll(
+    () => {
+      found = temps(rel).find((n) => statSync(join(rw, rel, n)).size === size);
+      return found !== undefined;
+    },
+    10_000,
+    `a complete temp file in ${rel}`,
+  );
+  return join(rw, rel, found!);
 }
 
 beforeAll(async () => {

@@ -14,6 +14,7 @@ import { errorCode, type McpSession, startStdio, structured } from "../helpers/m
 import { type HungMount, hangMount, hungMountAvailable } from "../helpers/hung-mount.ts";
 import { startRaw } from "../helpers/raw-stdio.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
+import { holdsWithin } from "../helpers/poll.ts";
 
 const available = hungMountAvailable();
 
@@ -50,8 +51,7 @@ const workers = (pid: number) =>
 const fds = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
 /** Polls `read` until it is at most `bound` (or 10 s pass) and returns its last value. */
 async function settlesTo(read: () => number, bound: number): Promise<number> {
-  const deadline = Date.now() + 10_000;
-  while (read() > bound && Date.now() < deadline) await Bun.sleep(50);
+  await holdsWithin(() => read() <= bound, 10_000);
   return read();
 }
 

@@ -10,6 +10,7 @@ import { closeSync, constants, openSync, readFileSync } from "node:fs";
 import { parseAudit, startStdio, structured } from "../helpers/mcp-client.ts";
 import { INIT } from "../helpers/raw-stdio.ts";
 import { BUN, CLI, REPO_ROOT, type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
+import { holdsWithin } from "../helpers/poll.ts";
 
 const MiB = 2 ** 20;
 
@@ -70,8 +71,7 @@ describe("output backpressure on stdio", () => {
       send(INIT);
       send({ jsonrpc: "2.0", method: "notifications/initialized" });
       await proc.stdin.flush();
-      const deadline = Date.now() + 10_000;
-      while (!stderr.includes('"startup"') && Date.now() < deadline) await Bun.sleep(10);
+      await holdsWithin(() => stderr.includes('"startup"'), 10_000);
       const before = memory(proc.pid).rss;
       // 3,000 pages of 500 entries: about 200 MB of answers if every one were dispatched.
       const REQUESTS = 3000;
@@ -80,7 +80,8 @@ describe("output backpressure on stdio", () => {
       }
       await proc.stdin.flush();
       // The answers pile up until the bound, then the server stops dispatching.
-      while (calls() < 20 && Date.now() < deadline) await Bun.sleep(20);
+      await holdsWithin(() => calls() >= 20, 10_000);
+      // the measurement: the peak over a 1.5 s window while the answers are held back
       let peak = 0;
       for (const until = Date.now() + 1500; Date.now() < until; await Bun.sleep(50)) peak = Math.max(peak, memory(proc.pid).rss);
       expect(calls()).toBeLessThan(REQUESTS / 2);
@@ -143,6 +144,7 @@ describe("output backpressure on stdio", () => {
       // the client's writes then block (what it wrote is what the server read plus one pipe buffer).
       const deadline = Date.now() + 20_000;
       let last = -1;
+      // "blocked" is no progress over a quiet 300 ms: a span of time is the fact here
       while (Date.now() < deadline && !(written > 16 * MiB && written === last)) {
         last = written;
         await Bun.sleep(300);

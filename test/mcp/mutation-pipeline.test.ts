@@ -2,13 +2,15 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { lstatSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { callAudited, errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
+import { FILESYSTEM_TOOLS } from "../helpers/tool-names.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
 let dir: TempDir;
 let mcp: McpSession;
 let rw: string;
 
-const MUTATION_TOOLS = ["create_text_file", "edit_text_file", "delete_file", "create_directory", "delete_directory"];
+// the filesystem group ends with the five mutation tools
+const MUTATION_TOOLS = FILESYSTEM_TOOLS.slice(-5);
 
 /** Arguments that pass the schema of each mutation tool, for `path`. */
 const argsFor = (tool: string, workdir: string, path: string): Record<string, unknown> => {
@@ -58,15 +60,7 @@ afterAll(async () => {
 describe("registration and annotations", () => {
   test("without a binary workdir exactly the 11 filesystem tools are listed, in the table's order", async () => {
     const { tools } = await mcp.client.listTools();
-    expect(tools.map((t) => t.name)).toEqual([
-      "list_workdirs",
-      "list_directory",
-      "find_files",
-      "search_text",
-      "read_text_file",
-      "stat_file",
-      ...MUTATION_TOOLS,
-    ]);
+    expect(tools.map((t) => t.name)).toEqual(FILESYSTEM_TOOLS);
   });
 
   test("each mutation tool declares the four hints of the table", async () => {
@@ -180,7 +174,8 @@ describe("common pipeline: order of checks", () => {
     const failed = await callAudited(mcp, "create_directory", { workdir: "rw", path: "audited-dir" });
     expect(errorCode(failed.result)).toBe("PATH_ALREADY_EXISTS");
     expect(failed.record).toMatchObject({ success: false, error_code: "PATH_ALREADY_EXISTS", path: "audited-dir" });
-    await Bun.sleep(50);
+    // records are written in call order: once a later call's record is there, a late duplicate would be too
+    await callAudited(mcp, "list_workdirs");
     const records = mcp.audit().filter((r) => r["event"] === "tool_call" && r["path"] === "audited-dir");
     expect(records).toHaveLength(2);
   });

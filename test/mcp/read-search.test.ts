@@ -250,6 +250,7 @@ describe("search_text: deadline", () => {
     expect(new TextDecoder().decode(first.value)).toContain('"id":1');
     send({ jsonrpc: "2.0", method: "notifications/initialized" });
     send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "search_text", arguments: { workdir: "slow", query: "zebra", case_sensitive: false } } });
+    // the search is under way when stdin closes (EOF mid-call is the case under test)
     await Bun.sleep(300);
     const closedAt = performance.now();
     await proc.stdin.end();

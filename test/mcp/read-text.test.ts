@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { appendFileSync, symlinkSync, truncateSync } from "node:fs";
+import { appendFileSync, statSync, symlinkSync, truncateSync } from "node:fs";
 import { callAudited, errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
 import { BUN, type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
+import { poll } from "../helpers/poll.ts";
 
 interface Page {
   workdir: string;
@@ -151,7 +152,9 @@ describe("read_text_file: content checks and precedence", () => {
       stderr: "ignore",
     });
     try {
-      await Bun.sleep(200);
+      // the toucher runs once the file's ctime moves
+      const before = statSync(path).ctimeMs;
+      await poll(() => statSync(path).ctimeMs !== before, 10_000, "the toucher changing the file's ctime");
       const codes: (string | null)[] = [];
       for (let i = 0; i < 5 && !codes.includes("FILE_CHANGED_DURING_READ"); i++) codes.push(await readCode("sparse.bin", { start_line: 2 }));
       expect(codes).toContain("FILE_CHANGED_DURING_READ");

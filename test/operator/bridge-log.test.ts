@@ -2,10 +2,14 @@
  * The Bridge's operational log (docs/deployment.md "Logs"): at `info`, one JSON object per line for
  * startup (version, pid and the operator's own files), every task's submit / start / end (ids, runtime,
  * profile, status, error code, duration), approvals asked and answered (ids and decision, never
- * content), signals and shutdown. A real Bridge process over its socket.
+ * content), signals and shutdown, and each maintenance pass (what it did, or which step failed). A real
+ * Bridge process over its socket.
  */
+import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { seedFinishedTasks } from "../../scripts/bench/lib/bridge-seed.ts";
 import { bridgeEnv, call, isTerminalTask, startBridgeProcess, waitForTask } from "../helpers/bridge.ts";
 import { createLegacyDb } from "../helpers/legacy-db.ts";
 
@@ -99,6 +103,42 @@ describe("the Bridge's log at info", () => {
       expect(answered.find((l) => l["method"] === "task.submit")).toMatchObject({ level: "DEBUG", ok: true, ms: expect.any(Number) });
       expect(answered.some((l) => l["method"] === "task.get")).toBe(true);
       expect(bridge.stderr()).not.toContain(CANARY);
+    } finally {
+      env.dir.remove();
+    }
+  }, 60_000);
+});
+
+describe("the maintenance pass in the log", () => {
+  const EXPIRED = 3;
+  const longAgo = () => new Date(Date.now() - 3 * 3_600_000).toISOString();
+
+  test("each finished pass is one maintenance_pass line with what it did; a pass the database refuses is maintenance_pass_failed, and the next pass does the work", async () => {
+    const env = bridgeEnv({ lifecycle: { maintenance_interval_seconds: 1, retention_hours: 1 } });
+    try {
+      const bridge = await startBridgeProcess(env);
+      const idle = await bridge.nextLine("maintenance_pass");
+      expect(idle).toMatchObject({ level: "INFO", gc_deleted: 0, gc_skipped: 0, findings: 0, duration_ms: expect.any(Number) });
+
+      // a pass has just ended and the next is an interval away: the seeded tasks and the held write
+      // lock are both in place before it starts, so its GC step meets the lock
+      await bridge.nextLine("maintenance_pass");
+      const since = bridge.lines().length;
+      seedFinishedTasks(env.stateDir, { count: EXPIRED, newestCompletedAt: longAgo() });
+      const blocker = new Database(join(env.stateDir, "state.sqlite3"));
+      blocker.run("BEGIN IMMEDIATE");
+      const failed = await bridge.nextLine("maintenance_pass_failed", { since });
+      blocker.run("ROLLBACK");
+      blocker.close();
+      expect(failed).toMatchObject({ level: "WARN", step: "gc", error_type: "ServerFsError", error_code: "BRIDGE_STORAGE_ERROR" });
+      expect(bridge.lines().slice(since).filter((l) => l.event === "maintenance_pass" && l["gc_deleted"] !== 0)).toEqual([]);
+
+      const retried = await bridge.nextLine("maintenance_pass", { where: (l) => l["gc_deleted"] !== 0 });
+      expect(retried).toMatchObject({ gc_deleted: EXPIRED, gc_skipped: 0, findings: 0 });
+      expect(await bridge.stop()).toBe(0);
+      // a type and a step only: neither the database's message nor any path
+      expect(bridge.stderr()).not.toContain("locked");
+      expect(bridge.stderr()).not.toContain(env.dir.path);
     } finally {
       env.dir.remove();
     }

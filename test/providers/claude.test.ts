@@ -24,6 +24,7 @@ import { type MockAnthropic, type MockRequest, type MockStep, startMockAnthropic
 import { CLAUDE_BIN, CLAUDE_PACKAGE, CLAUDE_PRESENT, claudeOfflineEnv, cliMissing, claudeHome as freshClaudeHome } from "../fixtures/agent-stack.ts";
 import { bridgeEnv, call, isTerminalTask, startBridgeProcess, waitForTask } from "../helpers/bridge.ts";
 import { REPO_ROOT, type TempDir, tempDir } from "../helpers/workspace.ts";
+import { poll } from "../helpers/poll.ts";
 
 const PACKAGE = CLAUDE_PACKAGE;
 const BIN = CLAUDE_BIN;
@@ -152,13 +153,6 @@ function bounded<T>(p: Promise<T>, ms = RUN_MS): Promise<T> {
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
-async function until(check: () => boolean, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error("condition not reached in time");
-    await Bun.sleep(25);
-  }
-}
 
 /** Every text part of a request's messages, flattened: what the model was shown. */
 function transcript(messages: { role: string; content: unknown }[]): { role: string; text: string }[] {
@@ -368,7 +362,7 @@ describe.skipIf(!PRESENT)("docs/runtimes.md claude: cancel and continuation", ()
   test("cancel mid-turn (the model hangs) ends the run cancelled and the group exits", async () => {
     const s = setup([{ hang: true }]);
     const r = run(s, "think forever");
-    await until(() => s.mock.requests.length > 0);
+    await poll(() => s.mock.requests.length > 0);
     r.handle.cancel();
     expect(await r.outcome).toEqual({ kind: "cancelled" });
     await r.finish();

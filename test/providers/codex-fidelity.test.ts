@@ -15,6 +15,7 @@ import { markedProcesses, recordedMark } from "../helpers/bridge.ts";
 import type { Table } from "../helpers/toml.ts";
 import { type TempDir, tempDir } from "../helpers/workspace.ts";
 import { eventually, type Json, ok } from "../e2e/support.ts";
+import { poll } from "../helpers/poll.ts";
 
 if (!CODEX_PRESENT) cliMissing("Codex", CODEX_BIN, "npm install --no-save @openai/codex@0.171.0");
 
@@ -55,12 +56,8 @@ function snapshot(root: string): Record<string, string> {
 }
 
 /** Waits (bounded) until one of the task's events has a payload that `matches`. */
-async function untilEvent(s: AgentStack, taskId: string, matches: (payload: Json) => boolean, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await s.events(taskId)).some((e) => matches(e["payload"] as Json))) {
-    if (Date.now() > deadline) throw new Error("no such event in time");
-    await Bun.sleep(50);
-  }
+function untilEvent(s: AgentStack, taskId: string, matches: (payload: Json) => boolean, ms = 30_000): Promise<void> {
+  return poll(async () => (await s.events(taskId)).some((e) => matches(e["payload"] as Json)), ms, "such an event");
 }
 
 /** A human who approves everything: answers every request of the task with approve_once until it ends. */

@@ -23,6 +23,7 @@ import { bridgeEnv, call, startBridgeProcess, waitForTask, isTerminalTask, allEv
 import { REPO_ROOT, type TempDir, tempDir } from "../helpers/workspace.ts";
 import { type MockOpenAI, type MockStep, startMockOpenAI } from "../fixtures/mock-openai.ts";
 import { CODEX_BIN, CODEX_PRESENT, CODEX_VERSION, cliMissing, codexHome } from "../fixtures/agent-stack.ts";
+import { poll } from "../helpers/poll.ts";
 
 const present = CODEX_PRESENT;
 const MOCK_ENV = { MOCK_API_KEY: "mock-key" };
@@ -135,13 +136,6 @@ async function outcomeOf(r: Recorded, ms = 15_000): Promise<Outcome> {
   }
 }
 
-async function until(cond: () => boolean, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await Bun.sleep(20);
-  }
-}
 
 const sessionOf = (r: Recorded): string | undefined => r.natives.find((n) => n.sessionId)?.sessionId;
 const types = (r: Recorded): string[] => r.events.map((e) => e.type);
@@ -214,7 +208,7 @@ describe.skipIf(!present)("docs/runtimes.md codex: a turn over app-server", () =
   test("cancel mid-turn interrupts it: the outcome is cancelled", async () => {
     const h = harness([{ hang: true }]);
     const r = run(h, "take your time");
-    await until(() => types(r).includes("turn.started") && h.mock.requests.length === 1);
+    await poll(() => types(r).includes("turn.started") && h.mock.requests.length === 1);
     r.handle.cancel();
     expect(await outcomeOf(r)).toEqual({ kind: "cancelled" });
   }, 20_000);
@@ -222,7 +216,7 @@ describe.skipIf(!present)("docs/runtimes.md codex: a turn over app-server", () =
   test("live steering reaches the running turn; after the turn it is AGENT_TASK_NOT_ACTIVE", async () => {
     const h = harness([{ hang: true }]);
     const r = run(h, "wait for me");
-    await until(() => types(r).includes("turn.started") && h.mock.requests.length === 1);
+    await poll(() => types(r).includes("turn.started") && h.mock.requests.length === 1);
     await r.handle.sendMessage("a steering message");
     r.handle.cancel();
     expect(await outcomeOf(r)).toEqual({ kind: "cancelled" });

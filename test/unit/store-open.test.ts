@@ -163,7 +163,8 @@ self.onmessage = (e) => {
       const reply = new Promise<{ appended: number }>((resolve, reject) => {
         worker.onmessage = (e) => resolve(e.data);
         worker.onerror = (e) => reject(new Error(e.message));
-        setTimeout(() => reject(new Error("worker did not answer")), 10_000);
+        // inside the unit timeout, so this message is the one a stuck worker shows
+        setTimeout(() => reject(new Error("worker did not answer")), 4_000);
       });
       worker.postMessage({ stateDir, id });
       expect((await reply).appended).toBe(1);

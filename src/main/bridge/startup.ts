@@ -18,7 +18,7 @@ import { ensureResultsDir, removeLeftoverTemps } from "../../shared/spool.ts";
 import { Store } from "../../shared/store/index.ts";
 import { VERSION } from "../../shared/version.ts";
 import { Workspaces } from "../../shared/workspace.ts";
-import type { MaintenanceApi } from "../../workers/maintenance-worker.ts";
+import type { MaintenanceApi, PassFailure, PassReport } from "../../workers/maintenance-worker.ts";
 import type { ProviderWorker } from "../../workers/provider-worker.ts";
 import { createAdapters, type RuntimeOptions } from "../../workers/runtimes.ts";
 import { acquireInstanceLock, type InstanceLock } from "./instance-lock.ts";
@@ -106,6 +106,8 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
         },
         liveTaskIds: () => service.liveTaskIds(),
         providersGone: (findings: SweepFinding[]) => service.providersGone(findings),
+        passed: (report: PassReport) => audit.info("maintenance_pass", { ...report }),
+        passFailed: (failure: PassFailure) => audit.warn("maintenance_pass_failed", { ...failure }),
       }),
     );
 
