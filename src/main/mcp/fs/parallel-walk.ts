@@ -11,7 +11,8 @@
  * deferred part where it stands, counting entries as the single walk would have, and waits where a
  * part has not finished. The answer is complete as soon as the cursor has passed `limit` matches or
  * `maxEntries` entries, or the whole walk: the parts still running are stopped then (their stop flags
- * raised through the pool), the queued ones never start.
+ * raised through the pool), the queued ones never start. Parts that finish ahead of the cursor keep
+ * their matches until it reaches them, a bounded number (`HELD_LIMITS`).
  *
  * Each worker walks one part at a time with the one-handle-per-level bound of a walk; a part opens its
  * directory afresh from the workdir's root, one no-follow segment at a time. A part's failure
@@ -27,6 +28,12 @@ import type { PartResult, WalkPart } from "./walk-part.ts";
 
 /** Entries a part reads before deferring subdirectories: a few milliseconds of walking. */
 export const PART_ENTRIES = 1000;
+/**
+ * Finished parts ahead of the cursor hold their matches until it gets there. Past this many times
+ * `limit + 1` such matches, no further part starts until the cursor has caught up, so memory stays
+ * a small multiple of what a walk on one thread holds, however slow one early part is.
+ */
+const HELD_LIMITS = 4;
 
 export type PartJob<M> = (api: Remote<WalkApi>, part: WalkPart, stop: StopFlag) => Promise<PartResult<M>>;
 
@@ -78,6 +85,8 @@ export function walkInParts<M>(pool: WalkPool, opts: WaitOptions, limits: WalkLi
   const matches: M[] = [];
   let entries = 0;
   let running = 0;
+  /** Matches in finished parts that the cursor has not reached yet. */
+  let held = 0;
 
   return new Promise<WalkAnswer<M>>((resolve, reject) => {
     const end = (outcome: () => void) => {
@@ -106,6 +115,7 @@ export function walkInParts<M>(pool: WalkPool, opts: WaitOptions, limits: WalkLi
         frame.counted = piece.at;
         if (entries > limits.maxEntries) return answer(true);
         if ("match" in piece) {
+          held--;
           matches.push(piece.match);
           if (matches.length > limits.limit) return answer(true);
         } else frames.push({ node: frame.node.kids[index]!, next: 0, counted: 0 });
@@ -115,6 +125,7 @@ export function walkInParts<M>(pool: WalkPool, opts: WaitOptions, limits: WalkLi
 
     const finished = (node: Node<M>, result: PartResult<M>) => {
       node.result = result;
+      for (const p of result.pieces) if ("match" in p) held++;
       node.kids = result.pieces.map((p) => ("below" in p ? { below: p.below, kids: [] } : undefined));
       for (const kid of node.kids) if (kid) queued.push(kid);
       queued.sort((a, b) => walkOrder(a.below, b.below));
@@ -127,7 +138,9 @@ export function walkInParts<M>(pool: WalkPool, opts: WaitOptions, limits: WalkLi
     };
 
     const pump = () => {
-      while (!ended.signal.aborted && running < pool.size && queued.length > 0) {
+      // With no part running, the first queued one is the part the cursor waits for: it always starts.
+      const holding = () => held > HELD_LIMITS * (limits.limit + 1) && running > 0;
+      while (!ended.signal.aborted && running < pool.size && queued.length > 0 && !holding()) {
         const node = queued.shift()!;
         running++;
         void pool
