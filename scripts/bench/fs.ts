@@ -82,7 +82,7 @@ function expectCount(what: string, got: number, want: number): void {
 const textOf = (r: { content: unknown[] }) => (r.content[0] as { text?: string } | undefined)?.text ?? "";
 const structuredOf = <T>(r: { structuredContent?: unknown }) => r.structuredContent as T;
 
-/** `bun build --compile`, timed; ServerFS's own build line (package.json, its worker entries included) when `argv` is null. */
+/** `bun build --compile` of `entry`, timed; ServerFS's own build line (package.json, its worker entries included) when `entry` is null. */
 function compile(outfile: string, entry: string | null): number {
   const build = (JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as { scripts: { build: string } }).scripts.build;
   const args = entry === null ? build.replace(/^bun /, "").replace(/--outfile \S+/, "").trim().split(/\s+/) : ["build", "--compile", entry];
