@@ -91,7 +91,7 @@ async function stalls(mcp: McpSession) {
     ]),
     [`find_files through ${ENTRIES} entries`, "find_files", { workdir: "huge", pattern: "*.md" }],
     [`list_directory offset ${ENTRIES - 3} of ${ENTRIES}`, "list_directory", { workdir: "huge", offset: ENTRIES - 3, limit: 10 }],
-    [`search_text case-folded, ${LARGE_FILE_MIB} MiB file`, "search_text", { workdir: "tree", query: "ZEBRA", case_sensitive: false }],
+    [`search_text case-folded, ${LARGE_FILE_MIB} MiB file`, "search_text", { workdir: "tree", query: "ZÉBRA", case_sensitive: false }],
     ["read_text_file start_line 2, newline-free 2 GiB", "read_text_file", { workdir: "files", path: "scan.txt", start_line: 2 }],
   ];
   const out: Record<string, unknown> = {};

@@ -9,9 +9,9 @@
  * (not root, or no /dev/fuse).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync } from "node:fs";
 import { errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
 import { type HungMount, hangMount, hungMountAvailable } from "../helpers/hung-mount.ts";
+import { openFds, workerThreads } from "../helpers/proc-counts.ts";
 import { startRaw } from "../helpers/raw-stdio.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 import { holdsWithin } from "../helpers/poll.ts";
@@ -39,16 +39,6 @@ afterEach(async () => {
 });
 afterAll(() => dir?.remove());
 
-/** The process's Worker threads (Bun names them so); its other threads (JIT, GC) come and go. */
-const workers = (pid: number) =>
-  readdirSync(`/proc/${pid}/task`).filter((t) => {
-    try {
-      return readFileSync(`/proc/${pid}/task/${t}/comm`, "utf8").trim() === "Worker";
-    } catch {
-      return false;
-    }
-  }).length;
-const fds = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
 /** Polls `read` until it is at most `bound` (or 10 s pass) and returns its last value. */
 async function settlesTo(read: () => number, bound: number): Promise<number> {
   await holdsWithin(() => read() <= bound, 10_000);
@@ -64,31 +54,31 @@ describe.skipIf(!available)("a walk-pool worker stuck in a hung filesystem", () 
     try {
       // The first search starts the only worker: the baseline counts its descriptors.
       expect(structured<{ returned: number }>(await search("ok")).returned).toBe(1);
-      expect(workers(pid)).toBe(1);
-      const baseFds = fds(pid);
+      expect(workerThreads(pid)).toBe(1);
+      const baseFds = openFds(pid);
 
       const started = performance.now();
       expect(errorCode(await search(""))).toBe("SEARCH_TIMEOUT");
       expect(performance.now() - started).toBeLessThan(5000);
       // Its worker is still blocked in the kernel; a fresh one serves the next search.
       expect(structured<{ returned: number }>(await search("ok")).returned).toBe(1);
-      expect(workers(pid)).toBe(2);
+      expect(workerThreads(pid)).toBe(2);
 
       // More calls caught by the mount: the fresh worker is stuck and retired too, then the pool
       // starts no thread for them (they wait for a unit within their deadline): at most twice
       // search_workers threads, where the old pool started one per caught call.
       for (let i = 0; i < 4; i++) expect(errorCode(await search(""))).toBe("SEARCH_TIMEOUT");
-      expect(workers(pid)).toBe(2);
+      expect(workerThreads(pid)).toBe(2);
       expect(structured<{ workdirs: unknown[] }>(await s.call("list_workdirs")).workdirs).toHaveLength(1);
 
       // The mount goes away: the blocked calls fail, their jobs return, and both workers (each
       // retired while stuck) are terminated; the next search starts a fresh one.
       await mount.release();
       mount = undefined;
-      expect(await settlesTo(() => workers(pid), 0)).toBe(0);
-      expect(await settlesTo(() => fds(pid), baseFds)).toBeLessThanOrEqual(baseFds);
+      expect(await settlesTo(() => workerThreads(pid), 0)).toBe(0);
+      expect(await settlesTo(() => openFds(pid), baseFds)).toBeLessThanOrEqual(baseFds);
       expect(structured<{ returned: number }>(await search("")).returned).toBe(1);
-      expect(workers(pid)).toBe(1);
+      expect(workerThreads(pid)).toBe(1);
     } finally {
       await s.close();
     }

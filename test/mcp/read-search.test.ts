@@ -51,7 +51,8 @@ beforeAll(async () => {
   symlinkSync("src", `${ws}/linkdir`);
   Bun.spawnSync(["mkfifo", `${ws}/pipe.txt`]);
 
-  // A tree any search needs seconds for: one large text file under many hard links.
+  // A tree any search needs seconds for: one large text file under many hard links (searched
+  // case-folded for a query outside ASCII, which is matched in the decoded text).
   const slow = `${dir.path}/slow`;
   dir.file("slow/0.txt", "the quick brown fox jumps over the lazy dog\n".repeat(600_000));
   for (let i = 1; i <= SLOW_LINKS; i++) linkSync(`${slow}/0.txt`, `${slow}/${i}.txt`);
@@ -223,7 +224,7 @@ describe("search_text: deadline", () => {
     const timed = await startStdio(slowConfig);
     try {
       const started = performance.now();
-      const r = await timed.call("search_text", { workdir: "slow", query: "zebra", case_sensitive: false });
+      const r = await timed.call("search_text", { workdir: "slow", query: "zébra", case_sensitive: false });
       const elapsed = performance.now() - started;
       expect(errorCode(r)).toBe("SEARCH_TIMEOUT");
       expect(r.structuredContent).toBeUndefined();
@@ -249,7 +250,7 @@ describe("search_text: deadline", () => {
     const first = await reader.read();
     expect(new TextDecoder().decode(first.value)).toContain('"id":1');
     send({ jsonrpc: "2.0", method: "notifications/initialized" });
-    send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "search_text", arguments: { workdir: "slow", query: "zebra", case_sensitive: false } } });
+    send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "search_text", arguments: { workdir: "slow", query: "zébra", case_sensitive: false } } });
     // the search is under way when stdin closes (EOF mid-call is the case under test)
     await Bun.sleep(300);
     const closedAt = performance.now();

@@ -84,6 +84,12 @@ describe("docs/configuration.md validation: unknown keys and wrong types name th
   test("wrong type", () => refuses({ limits: { max_list_entries: "10" } }, /limits\.max_list_entries: invalid value/));
   test("lifecycle values must be positive integers", () =>
     refuses({ bridge: { lifecycle: { task_timeout_seconds: 0 } } }, /task_timeout_seconds/));
+  test("search_workers: at least 1, and any positive count is taken as it is", () => {
+    refuses({ limits: { search_workers: 0 } }, /^limits\.search_workers: /);
+    refuses({ limits: { search_workers: 1.5 } }, /^limits\.search_workers: /);
+    expect(build({ limits: { search_workers: 1 } }).limits.search_workers).toBe(1);
+    expect(build({ limits: { search_workers: 64 } }).limits.search_workers).toBe(64);
+  });
   test("interaction_timeout_seconds may be 0 but not negative", () =>
     refuses({ bridge: { lifecycle: { interaction_timeout_seconds: -1 } } }, /interaction_timeout_seconds/));
   test("alias format", () => refuses({ workdirs: [wd({ alias: "9x" })] }, /workdirs\[0\]\.alias/));

@@ -42,15 +42,19 @@ function errorResult(e: ServerFsError) {
 export function createMcpServer(opts: McpServerOptions): Server {
   const { deps, tools } = opts;
   const byName = new Map(tools.map((t) => [t.name, t]));
-  const listing = tools.map((t) => ({
-    name: t.name,
-    title: t.title,
-    description: t.description,
-    inputSchema: jsonSchemaOf(t.input),
-    outputSchema: jsonSchemaOf(t.output),
-    annotations: { title: t.title, ...t.annotations },
-    ...(t.taskSupport ? { execution: { taskSupport: t.taskSupport } } : {}),
-  }));
+  // Built at the first tools/list, not at start: the JSON Schemas cost milliseconds that
+  // `initialize` need not wait for (docs/performance.md, cold start).
+  let listing: unknown[] | undefined;
+  const listTools = () =>
+    (listing ??= tools.map((t) => ({
+      name: t.name,
+      title: t.title,
+      description: t.description,
+      inputSchema: jsonSchemaOf(t.input),
+      outputSchema: jsonSchemaOf(t.output),
+      annotations: { title: t.title, ...t.annotations },
+      ...(t.taskSupport ? { execution: { taskSupport: t.taskSupport } } : {}),
+    })));
   const getAgentTask = byName.get("get_agent_task");
   const tasks =
     opts.bridge && getAgentTask
@@ -75,7 +79,7 @@ export function createMcpServer(opts: McpServerOptions): Server {
     },
   );
 
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listing }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listTools() }));
 
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const tool = byName.get(request.params.name);

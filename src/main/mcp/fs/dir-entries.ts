@@ -46,10 +46,18 @@ function dropInvalidNames(dirFd: number, dirents: Dirent[]): Dirent[] {
   });
 }
 
+/**
+ * Names without a code unit from U+D800 up compare in UTF-16 code-unit order exactly as in UTF-8 byte
+ * order (the two part only where a surrogate meets U+E000–U+FFFF), so most directories sort without
+ * encoding a single name; the rest are sorted by their encoded bytes.
+ */
+const ABOVE_SURROGATES = /[\uD800-\uFFFF]/;
+
 /** Every valid entry of the directory `dirFd` holds, sorted by UTF-8 bytes. OS errors propagate raw. */
 export function readDirEntries(dirFd: number): DirEntry[] {
-  const dirents = dropInvalidNames(dirFd, readdirSync(self(dirFd), { withFileTypes: true }));
-  const keyed = dirents.map((d) => ({ key: Buffer.from(d.name, "utf8"), entry: { name: d.name, kind: kindOf(d) } }));
+  const entries = dropInvalidNames(dirFd, readdirSync(self(dirFd), { withFileTypes: true })).map((d) => ({ name: d.name, kind: kindOf(d) }));
+  if (!entries.some((e) => ABOVE_SURROGATES.test(e.name))) return entries.sort((a, b) => (a.name < b.name ? -1 : 1));
+  const keyed = entries.map((entry) => ({ key: Buffer.from(entry.name, "utf8"), entry }));
   keyed.sort((a, b) => Buffer.compare(a.key, b.key));
   return keyed.map((k) => k.entry);
 }

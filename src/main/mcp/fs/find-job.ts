@@ -1,13 +1,15 @@
 /**
- * The walk of find_files (docs/mcp-tools.md#find_files), run in a walk-pool worker: regular files below a
- * directory whose basename matches a glob, in walk order, bounded by `limit + 1` matches and by
- * `maxEntries` entries visited.
+ * The walk of find_files (docs/mcp-tools.md#find_files), one part at a time in a walk-pool worker
+ * (`walk-part.ts`): regular files whose basename matches a glob, in walk order. A part stops at
+ * `limit + 1` matches or `maxEntries` entries of its own; the main thread applies both to the
+ * parts stitched together.
  */
-import { closeQuietly, openDirPath } from "../../../shared/fs/dir-handle.ts";
+import { closeQuietly } from "../../../shared/fs/dir-handle.ts";
 import { globMatcher } from "../../../shared/path/glob.ts";
 import { type StopFlag, throwIfStopped } from "./stop-flag.ts";
 import { policyOf, type TreeTarget } from "./tree-job.ts";
 import { walkFiles, type WalkStats } from "./walk.ts";
+import { deferredPiece, EMPTY_PART, openPart, type PartResult, partBase, type Piece, type WalkPart } from "./walk-part.ts";
 
 export interface FindJob {
   target: TreeTarget;
@@ -16,27 +18,28 @@ export interface FindJob {
   maxEntries: number;
 }
 
-export interface FindResult {
-  matches: { path: string }[];
-  truncated: boolean;
-}
+export type FindMatch = { path: string };
 
-export function findFiles(job: FindJob, stop: StopFlag): FindResult {
+export function findPart(job: FindJob, part: WalkPart, stop: StopFlag): PartResult<FindMatch> {
   const { target, limit } = job;
+  const fd = openPart(target, part);
+  if (fd === null) return EMPTY_PART;
   const matches = globMatcher(job.pattern, { crossSlash: false });
   const stats: WalkStats = { entries: 0, capped: false };
-  const found: { path: string }[] = [];
-  const fd = openDirPath(target.realRoot, target.segments, { where: target.where, side: "read" });
+  const pieces: Piece<FindMatch>[] = [];
+  let found = 0;
   try {
-    const walk = { policy: policyOf(target), where: target.where, basePath: target.path, maxEntries: job.maxEntries, stop };
-    for (const file of walkFiles(fd, walk, stats)) {
-      if (!matches(file.name)) continue;
-      found.push({ path: file.path });
-      if (found.length > limit) break;
+    const walk = { policy: policyOf(target), where: target.where, ...partBase(target, part), maxEntries: job.maxEntries, deferAfter: part.deferAfter, stop };
+    for (const item of walkFiles(fd, walk, stats)) {
+      if (item.kind === "deferred") pieces.push(deferredPiece(item, stats.entries));
+      else if (matches(item.name)) {
+        pieces.push({ at: stats.entries, match: { path: item.path } });
+        if (++found > limit) break;
+      }
     }
   } finally {
     closeQuietly(fd);
   }
   throwIfStopped(stop);
-  return { matches: found.slice(0, limit), truncated: found.length > limit || stats.capped };
+  return { pieces, entries: stats.entries, cut: found > limit || stats.capped };
 }

@@ -3,12 +3,13 @@
  * A file holding any NUL yields nothing (binary); the BOM is not part of line 1; a line that is not
  * valid UTF-8 yields nothing; each matching line yields one hit, its text cut to 2,048 bytes.
  *
- * Speed matters (most files do not match): matches are found in the file's bytes (or its decoded
- * text, when case folds) first, and only then is the line around each match located and counted,
- * so a non-matching line costs no allocation at all.
+ * Speed matters (most files do not match): matches are found in the file's bytes (or, when case
+ * folds and the query could match outside ASCII, its decoded text) first, and only then is the line
+ * around each match located and counted, so a non-matching line costs no allocation at all.
  */
 import { isUtf8 } from "node:buffer";
 import { cutUtf8, decodeStrict, hasBom, safePrefixLength } from "../../../shared/utf8.ts";
+import { AsciiFoldFinder, foldTraps } from "./ascii-fold.ts";
 import { type StopFlag, throwIfStopped } from "./stop-flag.ts";
 
 export interface LineHit {
@@ -52,12 +53,16 @@ export class LiteralSearch {
   private readonly needle: Buffer | null;
   private readonly folded: RegExp;
   private readonly foldedLine: RegExp;
+  /** A folding query of ASCII, for the byte path, and the characters that keep a file off it (`ascii-fold.ts`). */
+  private readonly asciiFolded: { finder: AsciiFoldFinder; traps: Buffer[] } | null;
   /** A query with a lone surrogate can never occur in strictly decoded text. */
   private readonly impossible: boolean;
 
   constructor(query: string, caseSensitive: boolean) {
     this.impossible = !query.isWellFormed();
     this.needle = caseSensitive ? Buffer.from(query, "utf8") : null;
+    const traps = caseSensitive ? null : foldTraps(query);
+    this.asciiFolded = traps ? { finder: new AsciiFoldFinder(query), traps } : null;
     this.folded = new RegExp(escapeRegExp(query), "giu");
     this.foldedLine = new RegExp(escapeRegExp(query), "iu");
   }
@@ -65,12 +70,19 @@ export class LiteralSearch {
   /** At most `max` hits of one file's content, lines ascending; the slow path polls `stop`. */
   scan(content: Buffer, max: number, stop: StopFlag): LineHit[] {
     if (this.impossible || max <= 0) return [];
-    return this.needle ? this.scanBytes(content, this.needle, max) : this.scanFolded(content, max, stop);
+    const { needle, asciiFolded } = this;
+    if (needle) return this.scanBytes(content, (from) => content.indexOf(needle, from), max);
+    if (asciiFolded && !asciiFolded.traps.some((t) => content.includes(t))) {
+      const { finder } = asciiFolded;
+      return this.scanBytes(content, (from) => finder.find(content, from), max);
+    }
+    return this.scanFolded(content, max, stop);
   }
 
-  private scanBytes(content: Buffer, needle: Buffer, max: number): LineHit[] {
+  /** The hits of matches found in the bytes: `find(from)` gives the offset of the next at or after `from`, or -1. */
+  private scanBytes(content: Buffer, find: (from: number) => number, max: number): LineHit[] {
     const start = hasBom(content) ? 3 : 0;
-    let pos = content.indexOf(needle, start);
+    let pos = find(start);
     if (pos === -1 || content.indexOf(0) !== -1) return [];
     const hits: LineHit[] = [];
     let line = 1;
@@ -84,7 +96,7 @@ export class LiteralSearch {
       const bytes = content.subarray(lineStart, lineEnd);
       if (isUtf8(bytes)) hits.push(hitFromBytes(line, bytes));
       if (nl === -1) break;
-      pos = content.indexOf(needle, nl + 1);
+      pos = find(nl + 1);
     }
     return hits;
   }

@@ -38,7 +38,7 @@ export class WalkPool {
   private readonly idle: Slot[] = [];
   private retired = 0;
 
-  constructor(private readonly size: number) {
+  constructor(readonly size: number) {
     this.units = new WaitQueue(size);
   }
 

@@ -6,6 +6,10 @@
  * entered; hidden (unless allowed), reserved and denied entries are neither yielded nor descended;
  * entries that vanish, cannot be opened or are not UTF-8 are skipped silently. Running out of
  * descriptors fails the whole walk (RESOURCE_EXHAUSTED).
+ *
+ * A walk run as one part of a parallel walk (`parallel-walk.ts`) stops entering subdirectories once
+ * it has read `deferAfter` entries: it yields each further one as deferred, for another part to walk,
+ * and finishes only the files of the directories it already holds.
  */
 import { isServerFsError } from "../../../shared/errors.ts";
 import { closeQuietly, lstatAt, openDirAt } from "../../../shared/fs/dir-handle.ts";
@@ -16,6 +20,7 @@ import { childPath, type DirEntry, type EntryKind, readDirEntries } from "./dir-
 import { type StopFlag, throwIfStopped } from "./stop-flag.ts";
 
 export interface WalkFile {
+  kind: "file";
   name: string;
   /** Normalized path from the workdir root. */
   path: string;
@@ -25,14 +30,25 @@ export interface WalkFile {
   dirFd: number;
 }
 
+/** An admitted subdirectory this walk leaves to another part (see `deferAfter`). */
+export interface WalkDeferred {
+  kind: "deferred";
+  path: string;
+  rel: string;
+}
+
 export interface WalkOptions {
   policy: PathPolicy;
   /** `alias:path` of the start directory, for messages. */
   where: string;
   /** Normalized path of the start directory (`""` = root). */
   basePath: string;
+  /** Path of the start directory below the directory the call named (`""` = that directory). */
+  baseRel?: string;
   /** Stop (setting `capped`) rather than visit more entries than this. */
   maxEntries?: number;
+  /** Once this many entries are read, admitted subdirectories are yielded as deferred, not entered. */
+  deferAfter?: number;
   /** Further pruning of admitted subdirectories (search: VCS directories, exclusion globs). */
   enters?: (name: string, rel: string) => boolean;
   /** Polled before every entry: a raised flag ends the walk (its handles closed) with `Stopped`. */
@@ -83,17 +99,18 @@ function descend(parentFd: number, name: string, where: string): { fd: number; e
 }
 
 /**
- * Yields the regular files below the directory `startFd` holds (the caller keeps that handle).
- * Breaking out of the iteration closes every handle the walk opened.
+ * Yields the regular files below the directory `startFd` holds (the caller keeps that handle), and
+ * the deferred subdirectories in their place in walk order. Breaking out of the iteration closes
+ * every handle the walk opened.
  */
-export function* walkFiles(startFd: number, opts: WalkOptions, stats: WalkStats): Generator<WalkFile, void, undefined> {
+export function* walkFiles(startFd: number, opts: WalkOptions, stats: WalkStats): Generator<WalkFile | WalkDeferred, void, undefined> {
   let startEntries: DirEntry[];
   try {
     startEntries = readDirEntries(startFd);
   } catch (e) {
     throw osError(e, "read", opts.where);
   }
-  const stack: Level[] = [{ fd: startFd, path: opts.basePath, rel: "", entries: startEntries, next: 0 }];
+  const stack: Level[] = [{ fd: startFd, path: opts.basePath, rel: opts.baseRel ?? "", entries: startEntries, next: 0 }];
   try {
     while (stack.length > 0) {
       throwIfStopped(opts.stop);
@@ -114,8 +131,12 @@ export function* walkFiles(startFd: number, opts: WalkOptions, stats: WalkStats)
       const path = childPath(level.path, entry.name);
       const rel = childPath(level.rel, entry.name);
       if (kind === "file") {
-        yield { name: entry.name, path, rel, dirFd: level.fd };
+        yield { kind, name: entry.name, path, rel, dirFd: level.fd };
       } else if (kind === "directory" && (opts.enters?.(entry.name, rel) ?? true)) {
+        if (opts.deferAfter !== undefined && stats.entries >= opts.deferAfter) {
+          yield { kind: "deferred", path, rel };
+          continue;
+        }
         const child = descend(level.fd, entry.name, opts.where);
         if (child) stack.push({ fd: child.fd, path, rel, entries: child.entries, next: 0 });
       }

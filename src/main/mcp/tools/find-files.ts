@@ -1,7 +1,7 @@
 /**
  * `find_files(workdir, pattern, path, limit)` (docs/mcp-tools.md#find_files): regular files below a
  * directory whose basename matches a glob, in walk order, bounded by `limit + 1` matches and by
- * `max_walk_entries` entries visited. The walk is a heavy call, run in the walk pool.
+ * `max_walk_entries` entries visited. The walk is a heavy call, its parts run on the walk pool's threads.
  */
 import * as v from "valibot";
 import { type McpDeps, readTarget } from "../deps.ts";
@@ -41,7 +41,8 @@ export const findFiles = (deps: McpDeps) => {
     async run(args, call) {
       const target = treeTarget(readTarget(deps, call.audit, args.workdir, args.path));
       const job = { target, pattern: args.pattern, limit: Math.min(args.limit, max_search_results), maxEntries: max_walk_entries };
-      const { matches, truncated } = await deps.heavy.walk({ signal: call.signal }, (api, stop) => api.findFiles(job, stop));
+      const limits = { limit: job.limit, maxEntries: max_walk_entries };
+      const { matches, truncated } = await deps.heavy.walkParts({ signal: call.signal }, limits, (api, part, stop) => api.findPart(job, part, stop));
       call.audit["returned"] = matches.length;
       call.audit["truncated"] = truncated;
       return { matches, returned: matches.length, truncated };

@@ -1,6 +1,6 @@
 /**
  * `search_text(workdir, query, path, glob, case_sensitive, limit)` (docs/mcp-tools.md#search_text): a literal
- * search, in-process, over the files of a walk, run in the walk pool. It stops at `limit + 1`
+ * search, in-process, over the files of a walk, its parts run on the walk pool's threads. It stops at `limit + 1`
  * hits and fails whole with SEARCH_TIMEOUT once `search_timeout_seconds` have passed since the call
  * began, time spent waiting for the pool included. The query is never logged or echoed.
  */
@@ -74,7 +74,10 @@ export const searchText = (deps: McpDeps) => {
         at: started + search_timeout_seconds * 1000,
         error: () => new ServerFsError("SEARCH_TIMEOUT", `${where} search exceeded search_timeout_seconds`),
       };
-      const { matches, truncated } = await deps.heavy.walk({ signal: call.signal, deadline }, (api, stop) => api.searchText(job, stop));
+      const limits = { limit: job.limit, maxEntries: Number.POSITIVE_INFINITY };
+      const { matches, truncated } = await deps.heavy.walkParts({ signal: call.signal, deadline }, limits, (api, part, stop) =>
+        api.searchPart(job, part, stop),
+      );
       call.audit["returned"] = matches.length;
       call.audit["truncated"] = truncated;
       return { matches, returned: matches.length, truncated };

@@ -1,0 +1,12 @@
+/**
+ * The cold-start floor of the benchmark (docs/performance.md): the smallest MCP server the SDK makes,
+ * its `McpServer` with one tool over stdio. `scripts/bench/fs.ts` compiles it with
+ * `bun build --compile` into its temp dir in the same run as ServerFS, so both binaries come from the
+ * same Bun; what ServerFS takes beyond this to answer `initialize` is its own start.
+ */
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+
+const server = new McpServer({ name: "minimal", version: "1.0.0" });
+server.registerTool("ping", { description: "Answers pong." }, () => ({ content: [{ type: "text", text: "pong" }] }));
+await server.connect(new StdioServerTransport());
