@@ -16,10 +16,11 @@ import * as v from "valibot";
 import type { AuditFields } from "../../shared/audit.ts";
 import { RelayedError, ServerFsError } from "../../shared/errors.ts";
 import { VERSION } from "../../shared/version.ts";
+import { askerFor, type ClientSession } from "./client-session.ts";
 import type { McpDeps } from "./deps.ts";
 import { serverInstructions } from "./instructions.ts";
 import { readResource, RESOURCE_TEMPLATE } from "./resource.ts";
-import { bulkLast, describeArgumentIssue, dropNulls, jsonSchemaOf, type ToolDef, WithContent } from "./tool.ts";
+import { bulkLast, describeArgumentIssue, dropNulls, jsonSchemaOf, type ToolCall, type ToolDef, WithContent } from "./tool.ts";
 
 export interface McpServerOptions {
   deps: McpDeps;
@@ -55,10 +56,13 @@ export function createMcpServer(opts: McpServerOptions): Server {
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listing }));
 
-  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+  // One server serves one MCP session (stdio, or one Streamable HTTP session), so this is that session's.
+  const session: ClientSession = { submitted: new Set() };
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const tool = byName.get(request.params.name);
     if (!tool) throw Object.assign(new Error(`Unknown tool: ${request.params.name}`), { code: JsonRpcCode.InvalidParams });
-    return callTool(tool, request.params.arguments, deps, opts.signal);
+    const ask = askerFor(server, deps.config.server.elicitation, extra, opts.signal);
+    return callTool(tool, request.params.arguments, deps, { signal: opts.signal, session, ask });
   });
 
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: [] }));
@@ -68,7 +72,7 @@ export function createMcpServer(opts: McpServerOptions): Server {
   return server;
 }
 
-async function callTool(tool: ToolDef, rawArgs: Record<string, unknown> | undefined, deps: McpDeps, signal: AbortSignal) {
+async function callTool(tool: ToolDef, rawArgs: Record<string, unknown> | undefined, deps: McpDeps, context: Omit<ToolCall, "audit">) {
   const started = performance.now();
   const audit: AuditFields = { tool: tool.name, ...tool.auditFields };
   const args = dropNulls(rawArgs);
@@ -77,7 +81,7 @@ async function callTool(tool: ToolDef, rawArgs: Record<string, unknown> | undefi
   try {
     const parsed = v.safeParse(tool.input, args);
     if (!parsed.success) throw new ServerFsError("INVALID_ARGUMENT", describeArgumentIssue(parsed.issues[0]));
-    const result = await tool.run(parsed.output, { audit, signal });
+    const result = await tool.run(parsed.output, { audit, ...context });
     const structured = bulkLast(result instanceof WithContent ? result.structured : result, tool.bulk ?? []);
     const extra = result instanceof WithContent ? result.extra : [];
     outcome = { content: [{ type: "text", text: JSON.stringify(structured) }, ...extra], structuredContent: structured };
