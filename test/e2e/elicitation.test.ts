@@ -133,6 +133,8 @@ describe("elicitation over stdio", () => {
     const requestId = String((task["pending_request"] as Json)["request_id"]);
     await ok(plain, "respond_agent_approval", { task_id: own, request_id: requestId, decision: "approve_once" });
     expect((await waitForTask(plain, own, isTerminal))["final_response"]).toBe("approval=approve_once");
+    // a form tried at a client without the capability would still leave its audit line
+    expect(answers(plain)).toHaveLength(0);
     await ok(a.session, "cancel_agent_task", { task_id: id });
   });
 

@@ -1,6 +1,7 @@
 /**
  * The common shape of the nine Agent tools (docs/mcp-tools.md#agent-tools): schema → the tool's MCP-side
- * checks → exactly one Bridge RPC → the answer validated against the tool's output shape → audit
+ * checks → exactly one Bridge RPC (more only when the call asks the human a form, docs/elicitation.md)
+ * → the answer validated against the tool's output shape → audit
  * fields (`schema_version: 1`, `correlation_id`, byte counts; never prompts or messages).
  */
 import * as v from "valibot";
