@@ -5,7 +5,7 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, ClientCapabilities } from "@modelcontextprotocol/sdk/types.js";
 import { errorCode, type McpSession, parseAudit, structured } from "../helpers/mcp-client.ts";
 import { spawnCli } from "../helpers/process.ts";
 import { TERMINAL } from "../helpers/bridge.ts";
@@ -102,8 +102,8 @@ export function recording(session: McpSession): McpSession & { results: CallTool
   };
 }
 
-/** `serverfs mcp --http 127.0.0.1:0` with the SDK's Streamable HTTP client connected to it. */
-export async function startHttp(configPath: string): Promise<McpSession & { port: number }> {
+/** `serverfs mcp --http 127.0.0.1:0` with the SDK's Streamable HTTP client connected to it, declaring `capabilities`. */
+export async function startHttp(configPath: string, capabilities: ClientCapabilities = {}): Promise<McpSession & { port: number }> {
   const proc = spawnCli(["mcp", "--config", configPath, "--http", "127.0.0.1:0"]);
   let err = "";
   const event = await new Promise<Json>((resolve, reject) => {
@@ -124,7 +124,7 @@ export async function startHttp(configPath: string): Promise<McpSession & { port
     })();
   });
   const port = Number(String(event["listen"]).split(":").at(-1));
-  const client = new Client({ name: "serverfs-e2e-http", version: "1.0.0" });
+  const client = new Client({ name: "serverfs-e2e-http", version: "1.0.0" }, { capabilities });
   await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`)));
   return {
     client,

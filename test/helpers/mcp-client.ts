@@ -4,7 +4,7 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, ClientCapabilities } from "@modelcontextprotocol/sdk/types.js";
 import { REPO_ROOT, SERVERFS } from "./workspace.ts";
 import { poll } from "./poll.ts";
 
@@ -40,8 +40,16 @@ export const parseAudit = (text: string): Record<string, unknown>[] =>
     .filter((l) => l.startsWith("{"))
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 
-/** `launcher` (e.g. `["prlimit", "--nofile=32", "--"]`) is prepended to the server's command line. */
-export async function startStdio(configPath: string, env: Record<string, string> = {}, launcher: string[] = []): Promise<McpSession> {
+/**
+ * `launcher` (e.g. `["prlimit", "--nofile=32", "--"]`) is prepended to the server's command line;
+ * `capabilities` are what the client declares (e.g. `{ elicitation: {} }`).
+ */
+export async function startStdio(
+  configPath: string,
+  env: Record<string, string> = {},
+  launcher: string[] = [],
+  capabilities: ClientCapabilities = {},
+): Promise<McpSession> {
   const [command, ...args] = [...launcher, ...SERVERFS, "mcp", "--config", configPath];
   const transport = new StdioClientTransport({
     command: command!,
@@ -54,7 +62,7 @@ export async function startStdio(configPath: string, env: Record<string, string>
   transport.stderr?.on("data", (d: Buffer) => {
     err += d.toString("utf8");
   });
-  const client = new Client({ name: "serverfs-test", version: "1.0.0" });
+  const client = new Client({ name: "serverfs-test", version: "1.0.0" }, { capabilities });
   await client.connect(transport);
   return {
     client,

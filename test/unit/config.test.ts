@@ -27,6 +27,7 @@ describe("docs/configuration.md defaults", () => {
   test("an empty file yields every documented default", () => {
     const c = build({});
     expect(c.server.log_level).toBe("info");
+    expect(c.server.elicitation).toBe(true);
     expect(c.limits).toEqual({
       default_list_limit: 100,
       max_list_entries: 500,
@@ -96,6 +97,7 @@ describe("docs/configuration.md validation: unknown keys and wrong types name th
   test("slot range", () => refuses({ workdirs: [wd({ slot: 17 })] }, /workdirs\[0\]\.slot/));
   test("missing required workdir key", () => refuses({ workdirs: [{ slot: 1, alias: "a" }] }, /path: required key is missing/));
   test("log_level enum", () => refuses({ server: { log_level: "loud" } }, /server\.log_level/));
+  test("elicitation is a boolean", () => refuses({ server: { elicitation: "yes" } }, /server\.elicitation/));
 });
 
 describe("docs/configuration.md cross-checks", () => {

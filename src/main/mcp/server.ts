@@ -18,12 +18,14 @@ import type { AuditFields } from "../../shared/audit.ts";
 import { RelayedError, ServerFsError } from "../../shared/errors.ts";
 import { VERSION } from "../../shared/version.ts";
 import type { BridgeCaller } from "./agent/agent-tool.ts";
+import { elicitPending } from "./agent/elicitation/elicit-pending.ts";
+import { askerFor, type ClientSession } from "./client-session.ts";
 import type { McpDeps } from "./deps.ts";
 import { serverInstructions } from "./instructions.ts";
 import { readResource, RESOURCE_TEMPLATE } from "./resource.ts";
 import { McpTasks, TASKS_CAPABILITY } from "./tasks/mcp-tasks.ts";
 import type { ToolOutcome } from "./tasks/tool-outcome.ts";
-import { bulkLast, describeArgumentIssue, dropNulls, jsonSchemaOf, type ToolDef, WithContent } from "./tool.ts";
+import { bulkLast, describeArgumentIssue, dropNulls, jsonSchemaOf, type ToolCall, type ToolDef, WithContent } from "./tool.ts";
 
 export interface McpServerOptions {
   deps: McpDeps;
@@ -55,13 +57,22 @@ export function createMcpServer(opts: McpServerOptions): Server {
       annotations: { title: t.title, ...t.annotations },
       ...(t.taskSupport ? { execution: { taskSupport: t.taskSupport } } : {}),
     })));
+  // One server serves one MCP session (stdio, or one Streamable HTTP session), so this is that session's.
+  const session: ClientSession = { submitted: new Set() };
   const getAgentTask = byName.get("get_agent_task");
+  const bridge = opts.bridge;
   const tasks =
-    opts.bridge && getAgentTask
+    bridge && getAgentTask
       ? new McpTasks({
-          bridge: opts.bridge,
+          bridge,
           deps,
-          finalResult: async (taskId) => (await callTool(getAgentTask, { task_id: taskId }, deps, opts.signal)).result,
+          finalResult: async (taskId) => (await callTool(getAgentTask, { task_id: taskId }, deps, { signal: opts.signal, session, ask: null })).result,
+          // a pending request seen while tasks/result waits is asked as a form on that call's stream (docs/elicitation.md)
+          onPendingRequest: async (task, extra) => {
+            const ask = askerFor(server, deps.config.server.elicitation, extra, opts.signal);
+            const call: ToolCall = { audit: { tool: "tasks/result" }, signal: opts.signal, session, ask };
+            await elicitPending({ ...deps, bridge }, call, task.task_id, task as unknown as Record<string, unknown>);
+          },
           signal: opts.signal,
         })
       : null;
@@ -81,10 +92,11 @@ export function createMcpServer(opts: McpServerOptions): Server {
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listTools() }));
 
-  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const tool = byName.get(request.params.name);
     if (!tool) throw Object.assign(new Error(`Unknown tool: ${request.params.name}`), { code: JsonRpcCode.InvalidParams });
-    const run = () => callTool(tool, request.params.arguments, deps, opts.signal);
+    const ask = askerFor(server, deps.config.server.elicitation, extra, opts.signal);
+    const run = () => callTool(tool, request.params.arguments, deps, { signal: opts.signal, session, ask });
     if (tasks && request.params.task !== undefined) return tasks.call(tool, run);
     return (await run()).result;
   });
@@ -97,7 +109,7 @@ export function createMcpServer(opts: McpServerOptions): Server {
   return server;
 }
 
-async function callTool(tool: ToolDef, rawArgs: Record<string, unknown> | undefined, deps: McpDeps, signal: AbortSignal): Promise<ToolOutcome> {
+async function callTool(tool: ToolDef, rawArgs: Record<string, unknown> | undefined, deps: McpDeps, context: Omit<ToolCall, "audit">): Promise<ToolOutcome> {
   const started = performance.now();
   const audit: AuditFields = { tool: tool.name, ...tool.auditFields };
   const args = dropNulls(rawArgs);
@@ -107,7 +119,7 @@ async function callTool(tool: ToolDef, rawArgs: Record<string, unknown> | undefi
   try {
     const parsed = v.safeParse(tool.input, args);
     if (!parsed.success) throw new ServerFsError("INVALID_ARGUMENT", describeArgumentIssue(parsed.issues[0]));
-    const result = await tool.run(parsed.output, { audit, signal });
+    const result = await tool.run(parsed.output, { audit, ...context });
     const structured = bulkLast(result instanceof WithContent ? result.structured : result, tool.bulk ?? []);
     const extra = result instanceof WithContent ? result.extra : [];
     outcome = { content: [{ type: "text", text: JSON.stringify(structured) }, ...extra], structuredContent: structured };

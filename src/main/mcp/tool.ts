@@ -7,6 +7,7 @@ import { toJsonSchema } from "@valibot/to-json-schema";
 import * as v from "valibot";
 import type { AuditFields } from "../../shared/audit.ts";
 import type { ErrorCode } from "../../shared/errors.ts";
+import type { Ask, ClientSession } from "./client-session.ts";
 
 export interface Annotations {
   readOnlyHint: boolean;
@@ -17,10 +18,15 @@ export interface Annotations {
 
 export const READ_ONLY: Annotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 
-/** One call as the handler sees it: the audit record it fills in, and the call's end signal. */
+/**
+ * One call as the handler sees it: the audit record it fills in, the call's end signal, its MCP
+ * session, and the asker of a form question within this call (null when the client cannot be asked).
+ */
 export interface ToolCall {
   audit: AuditFields;
   signal: AbortSignal;
+  session: ClientSession;
+  ask: Ask | null;
 }
 
 export type ContentBlock = Record<string, unknown> & { type: string };

@@ -104,6 +104,7 @@ const ServerSchema = v.strictObject({
   http: v.optional(HttpSchema, {}),
   http_max_sessions: v.optional(positive(), 256),
   http_session_idle_seconds: v.optional(positive(), 900),
+  elicitation: v.optional(v.boolean(), true),
 });
 
 const LifecycleSchema = v.strictObject({

@@ -1,6 +1,7 @@
 /**
  * The common shape of the nine Agent tools (docs/mcp-tools.md#agent-tools): schema → the tool's MCP-side
- * checks → exactly one Bridge RPC → the answer validated against the tool's output shape → audit
+ * checks → exactly one Bridge RPC (more only when the call asks the human a form, docs/elicitation.md)
+ * → the answer validated against the tool's output shape → audit
  * fields (`schema_version: 1`, `correlation_id`, byte counts; never prompts or messages).
  */
 import * as v from "valibot";
@@ -63,6 +64,11 @@ export interface ProxyToolSpec<I extends ObjectSchema, M extends Method> {
   params(args: v.InferOutput<I>): ParamsInput<M>;
   /** Audit fields from the arguments and the validated result. */
   audit?(args: v.InferOutput<I>, result: Record<string, unknown>, call: ToolCall): void;
+  /**
+   * What the call does with the Bridge's answer before it answers itself (the elicitation of a
+   * pending request, docs/elicitation.md); its result replaces the answer.
+   */
+  settle?(args: v.InferOutput<I>, raw: Record<string, unknown>, call: ToolCall): Promise<Record<string, unknown>>;
   /** Reshape the validated result (e.g. strip native ids) before returning it. */
   present?(result: Record<string, unknown>): Record<string, unknown>;
   extraTimeoutMs?(args: v.InferOutput<I>): number;
@@ -83,10 +89,11 @@ export function proxyTool<I extends ObjectSchema, M extends Method>(deps: AgentD
     async run(args, call) {
       const a = args as Record<string, unknown>;
       if (typeof a["task_id"] === "string") call.audit["task_id"] = a["task_id"];
-      const raw = await deps.bridge(spec.method, spec.params(args), {
+      const answer = await deps.bridge(spec.method, spec.params(args), {
         signal: call.signal,
         extraTimeoutMs: spec.extraTimeoutMs?.(args) ?? 0,
       });
+      const raw = spec.settle ? await spec.settle(args, answer, call) : answer;
       const shaped = spec.present ? spec.present(raw) : raw;
       const result = expectShape(spec.output, shaped) as Record<string, unknown>;
       call.audit["correlation_id"] = (result["correlation_id"] as string | null | undefined) ?? null;

@@ -9,6 +9,7 @@ import { LIMITS } from "../../../shared/limits.ts";
 import { choiceParam, intParam, listParam, nonEmptyListParam, textParam, withDefault } from "../params.ts";
 import type { ToolDef } from "../tool.ts";
 import { AGENT_READ, type AgentDeps, agentAnnotations, proxyTool, taskIdParam } from "./agent-tool.ts";
+import { elicitPending, mayElicit } from "./elicitation/elicit-pending.ts";
 import {
   CancelResult,
   EventsResult,
@@ -39,6 +40,7 @@ export function proxyTools(deps: AgentDeps): Record<string, ToolDef> {
       bulk: ["pending_request", "manifest", "final_response"],
       method: "task.get",
       params: (a) => ({ task_id: a.task_id }),
+      settle: async (a, task, call) => (await elicitPending(deps, call, a.task_id, task)).task,
       present: stripTaskIds,
       audit: (_a, r, call) => {
         call.audit["status"] = r["status"] as string;
@@ -70,6 +72,14 @@ export function proxyTools(deps: AgentDeps): Record<string, ToolDef> {
         ...(a.wait_ms > 0 ? { wait_ms: a.wait_ms } : {}),
       }),
       extraTimeoutMs: (a) => a.wait_ms,
+      // A long poll returns at the event that opens a request, so the form goes out right after it;
+      // once an answer reached the Bridge the page is read again, without waiting, to show its effect.
+      settle: async (a, page, call) => {
+        if (!mayElicit(call, a.task_id)) return page;
+        const { answered } = await elicitPending(deps, call, a.task_id);
+        if (answered === 0) return page;
+        return deps.bridge("task.events", { task_id: a.task_id, after_event_id: a.after_event_id, limit: a.limit }, { signal: call.signal });
+      },
       present: (r) => ({
         ...r,
         events: Array.isArray(r["events"])

@@ -82,6 +82,8 @@ export function submitAgentTask(deps: AgentDeps): ToolDef {
         { signal: call.signal },
       );
       const result = expectShape(SubmitResult, raw);
+      // the tasks whose requests this session may be asked (docs/elicitation.md)
+      call.session.submitted.add(result.task_id);
       Object.assign(call.audit, { task_id: result.task_id, status: result.status, correlation_id: result.correlation_id });
       return result;
     },

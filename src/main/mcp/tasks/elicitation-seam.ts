@@ -6,7 +6,7 @@
  * Bridge with what the human chose; returning without an answer is fine: the wait goes on, and the
  * host can still answer with respond_agent_approval or answer_agent_question. A hook that throws ends
  * that tasks/result with its error. It is given as `McpTasksOptions.onPendingRequest` where server.ts
- * builds McpTasks; no hook is connected in this build: tasks/result then only waits.
+ * builds McpTasks, where it is `elicitPending` (src/main/mcp/agent/elicitation/elicit-pending.ts).
  */
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";

@@ -1,0 +1,104 @@
+/**
+ * Asking the human within a call (docs/elicitation.md). `elicitPending` is the one way in, for
+ * get_agent_task and read_agent_task_events here and for the MCP Tasks handlers (`tasks/result`):
+ * while a task this session submitted has a pending approval or question, and the client can be
+ * asked, it sends the request as a form on the call's own stream and forwards an accepted answer
+ * through the same Bridge methods as respond_agent_approval / answer_agent_question. It answers the
+ * task as it stands after the replies.
+ *
+ * A declined or cancelled form (or one that failed or timed out) leaves the request pending for the
+ * poll-based tools, and is not asked again within the same call (`asked`); a later call asks it
+ * again. An answer that lost the race — answered elsewhere, expired, withdrawn, its task ended — is
+ * shown to nobody as an error: the call just answers the task's state.
+ */
+import { ServerFsError } from "../../../../shared/errors.ts";
+import type { ToolCall } from "../../tool.ts";
+import type { AgentDeps } from "../agent-tool.ts";
+import { formFor, type Json } from "./pending-form.ts";
+
+/** The Bridge's answers to a reply that came too late (docs/bridge-rpc.md#taskapprovalrespond-and-taskquestionanswer). */
+const LOST_RACE = new Set(["REQUEST_STALE", "REQUEST_ALREADY_RESOLVED", "REQUEST_NOT_FOUND", "AGENT_TASK_NOT_FOUND"]);
+
+/** A task asks one request at a time; this bounds the forms of one call (a runtime that asks again and again). */
+const MAX_FORMS_PER_CALL = 16;
+
+type Outcome = "resolved" | "stale" | "pending" | "refused";
+
+/** Whether this call may ask about this task: the client can be asked and this session submitted it. */
+export function mayElicit(call: ToolCall, taskId: string): boolean {
+  return call.ask !== null && call.session.submitted.has(taskId);
+}
+
+/** The pending request of a task as task.get answers it, if it is still open. */
+function openRequest(task: Json): Json | null {
+  const pending = task["pending_request"] as Json | null | undefined;
+  return pending && pending["status"] === "pending" ? pending : null;
+}
+
+/**
+ * `task` is the task as task.get last answered it (fetched when absent). Returns the task as it
+ * stands after the forms, and how many answers reached the Bridge; with nothing to ask, `task` as given.
+ */
+export async function elicitPending(
+  deps: AgentDeps,
+  call: ToolCall,
+  taskId: string,
+  task?: Json,
+  asked: Set<string> = new Set(),
+): Promise<{ task: Json; answered: number }> {
+  const get = () => deps.bridge("task.get", { task_id: taskId }, { signal: call.signal });
+  let current = task ?? (await get());
+  let answered = 0;
+  if (!mayElicit(call, taskId)) return { task: current, answered };
+  for (let forms = 0; forms < MAX_FORMS_PER_CALL; forms++) {
+    const pending = openRequest(current);
+    if (!pending || asked.has(String(pending["request_id"]))) break;
+    asked.add(String(pending["request_id"]));
+    const outcome = await askOne(deps, call, taskId, pending);
+    if (outcome === "resolved") answered++;
+    current = await get();
+  }
+  return { task: current, answered };
+}
+
+async function askOne(deps: AgentDeps, call: ToolCall, taskId: string, pending: Json): Promise<Outcome> {
+  const { form, answer } = formFor(taskId, pending);
+  const line = { task_id: taskId, request_id: String(pending["request_id"]), kind: String(pending["kind"]) };
+  const record = (action: string, decision: string | null, outcome: Outcome) =>
+    deps.audit.info("agent_elicitation_answered", { ...line, action, decision, outcome });
+
+  let reply: Awaited<ReturnType<NonNullable<ToolCall["ask"]>>>;
+  try {
+    reply = await call.ask!(form);
+  } catch {
+    // the client failed the request, the form timed out, or the call ended: nothing was answered
+    record("failed", null, "pending");
+    return "pending";
+  }
+  if (reply.action !== "accept") {
+    record(reply.action, null, "pending");
+    return "pending";
+  }
+  const forward = answer(reply.content ?? {});
+  if (!forward) {
+    record("accept", null, "refused");
+    return "refused";
+  }
+  try {
+    await deps.bridge(forward.method, forward.params, { signal: call.signal });
+    record("accept", forward.decision, "resolved");
+    return "resolved";
+  } catch (e) {
+    if (!(e instanceof ServerFsError)) throw e;
+    const code = e.code;
+    if (LOST_RACE.has(code)) {
+      record("accept", forward.decision, "stale");
+      return "stale";
+    }
+    if (code.startsWith("INVALID_")) {
+      record("accept", forward.decision, "refused");
+      return "refused";
+    }
+    throw e;
+  }
+}
