@@ -5,7 +5,7 @@
  * tasks/list and tasks/cancel are read from the Bridge, so they survive a restart of `serverfs mcp`.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { CallToolResultSchema, type CreateTaskResult, CreateTaskResultSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, type CreateTaskResult, CreateTaskResultSchema, ElicitRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { TASKS_PAGE_SIZE } from "../../src/main/mcp/tasks/bridge-task-store.ts";
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, startBridgeProcess } from "../helpers/bridge.ts";
 import { type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
@@ -130,6 +130,33 @@ describe("a task-augmented submit through approval to its result", () => {
     expect(progress.some((p) => p.message?.startsWith("approval.resolved"))).toBe(true);
     const done = await tasksOf(mcp).getTask(taskId);
     expect(done).toMatchObject({ taskId, status: "completed", statusMessage: "succeeded" });
+  });
+
+  test("at a client with form elicitation, tasks/result asks the pending approval as a form and answers with the decision", async () => {
+    const host = await startStdio(env.configPath, {}, [], { elicitation: {} });
+    try {
+      const forms: unknown[] = [];
+      host.client.setRequestHandler(ElicitRequestSchema, async (request) => {
+        forms.push(request.params);
+        return { action: "accept", content: { decision: "approve_once" } };
+      });
+      const taskId = (await submitAsTask(host, { prompt: "approval:make lint" })).task.taskId;
+      await mcpStatus(host, taskId, "input_required");
+      const final = await tasksOf(host).getTaskResult(taskId, CallToolResultSchema, { timeout: 60_000 });
+      expect(forms).toHaveLength(1);
+      expect(final.structuredContent).toMatchObject({ task_id: taskId, status: "succeeded", final_response: "approval=approve_once" });
+      const answered = host.audit().filter((r) => r["event"] === "agent_elicitation_answered");
+      expect(answered).toMatchObject([{ task_id: taskId }]);
+      // another session's tasks/result of the same kind of task is never asked
+      const other = await submitAsTask(mcp, { prompt: "approval:make other" });
+      await mcpStatus(mcp, other.task.taskId, "input_required");
+      const waiting = tasksOf(host).getTaskResult(other.task.taskId, CallToolResultSchema, { timeout: 60_000 });
+      await approvePending(mcp, other.task.taskId);
+      expect((await waiting).structuredContent).toMatchObject({ status: "succeeded" });
+      expect(forms).toHaveLength(1);
+    } finally {
+      await host.close();
+    }
   });
 
   test("without a progressToken tasks/result just answers; a failed task maps to failed with its code", async () => {
