@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import * as v from "valibot";
 import { type RpcServer, startRpcServer } from "../../src/main/bridge/rpc/server.ts";
-import { BridgeClient, knownHostPaths } from "../../src/main/mcp/bridge-client.ts";
+import { BridgeClient, knownHostPaths } from "../../src/shared/bridge-protocol/client.ts";
 import { buildConfig } from "../../src/shared/config/load.ts";
 import { RelayedError, ServerFsError } from "../../src/shared/errors.ts";
 import { BUN, REPO_ROOT, type TempDir, tempDir } from "../helpers/workspace.ts";
@@ -278,7 +278,7 @@ describe("a wait never delays process exit", () => {
       () => ({ bytes: null }),
       async (socketPath) => {
         const script = `
-          import { BridgeClient } from ${JSON.stringify(join(REPO_ROOT, "src/main/mcp/bridge-client.ts"))};
+          import { BridgeClient } from ${JSON.stringify(join(REPO_ROOT, "src/shared/bridge-protocol/client.ts"))};
           new BridgeClient({ socketPath: ${JSON.stringify(socketPath)}, timeoutMs: 30000, knownPaths: [] })
             .call("task.events", { task_id: "t", wait_ms: 25000 }, { extraTimeoutMs: 25000 })
             .catch(() => undefined);

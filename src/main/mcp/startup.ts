@@ -8,7 +8,7 @@ import { type Config, ConfigError, loadConfig } from "../../shared/config/load.t
 import { VERSION } from "../../shared/version.ts";
 import { Workspaces } from "../../shared/workspace.ts";
 import type { BridgeCaller } from "./agent/agent-tool.ts";
-import { BridgeClient } from "./bridge-client.ts";
+import { BridgeClient } from "../../shared/bridge-protocol/client.ts";
 import type { McpDeps } from "./deps.ts";
 import { HeavyCalls } from "./heavy-calls.ts";
 import { agentToolsEnabled, buildTools } from "./tools/index.ts";

@@ -24,7 +24,7 @@ import { activeDir, guardedSlots, readGuard } from "../../shared/leases/guard-fi
 import { lockPath, SLOTS, slotName } from "../../shared/leases/lock-files.ts";
 import { isTerminal } from "../../shared/store/task-states.ts";
 import { enabledRuntimes } from "../../workers/runtimes.ts";
-import { BridgeClient } from "../mcp/bridge-client.ts";
+import { BridgeClient } from "../../shared/bridge-protocol/client.ts";
 import { RuntimesResult, TaskResult } from "../mcp/agent/schemas.ts";
 import { paint, printLine, runCommand, table } from "./output.ts";
 

@@ -29,7 +29,7 @@ import { DB_FILE, Store } from "../../shared/store/index.ts";
 import { acquireInstanceLock } from "../bridge/instance-lock.ts";
 import { booleanFlag, type ParsedArgs, stringFlag, UsageError } from "../args.ts";
 import { suggestion } from "../../shared/did-you-mean.ts";
-import { BridgeClient } from "../mcp/bridge-client.ts";
+import { BridgeClient } from "../../shared/bridge-protocol/client.ts";
 import { printJson, printLine, runCommand, table } from "./output.ts";
 
 export async function runRecovery(args: ParsedArgs, configPath: string | undefined): Promise<number> {

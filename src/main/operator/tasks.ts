@@ -19,7 +19,7 @@ import { isTerminal, TASK_STATUSES } from "../../shared/store/task-states.ts";
 import { cutUtf8 } from "../../shared/utf8.ts";
 import { booleanFlag, intFlag, type ParsedArgs, stringFlag, UsageError } from "../args.ts";
 import { suggestion } from "../../shared/did-you-mean.ts";
-import { BridgeClient } from "../mcp/bridge-client.ts";
+import { BridgeClient } from "../../shared/bridge-protocol/client.ts";
 import { EventsResult, TaskResult } from "../mcp/agent/schemas.ts";
 import { paint, printJson, printJsonLine, printLine, runCommand, type Style, table, writeStdout } from "./output.ts";
 

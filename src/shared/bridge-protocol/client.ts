@@ -1,6 +1,6 @@
 /**
- * The MCP role's Bridge RPC client (docs/mcp-tools.md#bridge-calls): per call one fresh connection to the
- * socket, one request line, one response line, close. Offers `BridgeClient` (`call`),
+ * The Bridge RPC client, used by the MCP role and the operator commands (docs/mcp-tools.md#bridge-calls):
+ * per call one fresh connection to the socket, one request line, one response line, close. Offers `BridgeClient` (`call`),
  * `BridgeClientOptions`, `CallOptions`, `knownHostPaths(config)`.
  *
  * Failures, as the docs/mcp-tools.md#bridge-calls mapping table has them:
@@ -15,24 +15,24 @@
  * An encoded request over 1 MiB is never sent (REQUEST_TOO_LARGE). Sockets and timers are unref'd:
  * a call in flight never delays process exit.
  */
-import { newRpcRequestId } from "../../shared/ids.ts";
+import { newRpcRequestId } from "../ids.ts";
 import { createConnection } from "node:net";
 import { resolve } from "node:path";
 import * as v from "valibot";
-import { keySetMatches } from "../../shared/bridge-protocol/check.ts";
-import { byteSize } from "../../shared/byte-size.ts";
+import { keySetMatches } from "./check.ts";
+import { byteSize } from "../byte-size.ts";
 import {
   ErrorBodySchema,
   ErrorResponseSchema,
   isJsonObject,
   PROTOCOL_VERSION,
   SuccessResponseSchema,
-} from "../../shared/bridge-protocol/envelope.ts";
-import type { Method, ParamsInput } from "../../shared/bridge-protocol/methods.ts";
-import { type Config, expandHome } from "../../shared/config/load.ts";
-import { LIMITS } from "../../shared/limits.ts";
-import { RelayedError, ServerFsError } from "../../shared/errors.ts";
-import { decodeStrict } from "../../shared/utf8.ts";
+} from "./envelope.ts";
+import type { Method, ParamsInput } from "./methods.ts";
+import { type Config, expandHome } from "../config/load.ts";
+import { LIMITS } from "../limits.ts";
+import { RelayedError, ServerFsError } from "../errors.ts";
+import { decodeStrict } from "../utf8.ts";
 
 export interface BridgeClientOptions {
   socketPath: string;
