@@ -1,4 +1,6 @@
 #!/usr/bin/env bun
+import { mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 /**
  * The Bridge benchmark (docs/performance.md, "## Bridge"): a real `serverfs bridge` process driven
  * over its Unix socket, each figure next to its limit — `task.get` against a bare NDJSON echo
@@ -18,25 +20,15 @@
  * and prints their JSON document.
  */
 import type { Socket } from "bun";
-import { mkdirSync, readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { newTaskId } from "../../src/shared/ids.ts";
 import { resultsDir, writeSpool } from "../../src/shared/spool.ts";
-import { encoder } from "../../src/shared/utf8.ts";
 import { hoursBeforeIso, nowIso } from "../../src/shared/time.ts";
-import {
-  type BridgeEnv,
-  type BridgeProcess,
-  bridgeEnv,
-  call,
-  isTerminalTask,
-  startBridgeProcess,
-  waitForTask,
-} from "../../test/helpers/bridge.ts";
+import { encoder } from "../../src/shared/utf8.ts";
+import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, isTerminalTask, startBridgeProcess, waitForTask } from "../../test/helpers/bridge.ts";
 import { BUN, REPO_ROOT, tempDir } from "../../test/helpers/workspace.ts";
 import { type IngestRound, ingestRound } from "./lib/bridge-ingest.ts";
-import { type LineMemory, lineMemory } from "./lib/bridge-line-memory.ts";
 import { connectLines, type LineClient, type RoundTrips, roundTrips } from "./lib/bridge-line-client.ts";
+import { type LineMemory, lineMemory } from "./lib/bridge-line-memory.ts";
 import { maxRssDuring, peakRssMb, settledRss } from "./lib/bridge-rss.ts";
 import { rawBatchedInserts, seedFinishedTasks } from "./lib/bridge-seed.ts";
 import { submitBurst } from "./lib/bridge-submit-burst.ts";
@@ -385,7 +377,13 @@ async function startup(live: Set<BridgeProcess>, envs: Set<BridgeEnv>) {
 async function rssWithRunningTasks(env: BridgeEnv, pid: number): Promise<number> {
   const ids: string[] = [];
   for (let i = 0; i < INGEST.tasks; i++) {
-    const r = await call<{ task_id: string }>(env.socketPath, "task.submit", { runtime: "fake", workdir: "repo", path: "", profile: "review", prompt: "wait:" });
+    const r = await call<{ task_id: string }>(env.socketPath, "task.submit", {
+      runtime: "fake",
+      workdir: "repo",
+      path: "",
+      profile: "review",
+      prompt: "wait:",
+    });
     ids.push(r.task_id);
   }
   await Promise.all(ids.map((id) => waitForTask(env.socketPath, id, (t) => t["status"] === "running")));
@@ -513,7 +511,9 @@ async function main(): Promise<void> {
       total_seconds: Math.round((performance.now() - began) / 100) / 10,
     };
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-    const missed = Object.entries(report.aims).filter(([, a]) => !a.met).map(([k]) => k);
+    const missed = Object.entries(report.aims)
+      .filter(([, a]) => !a.met)
+      .map(([k]) => k);
     log(`done in ${report.total_seconds} s; ${missed.length === 0 ? "every aim met" : `missed: ${missed.join(", ")}`}`);
   } finally {
     clearTimeout(watchdog);

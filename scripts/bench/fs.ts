@@ -85,7 +85,14 @@ const structuredOf = <T>(r: { structuredContent?: unknown }) => r.structuredCont
 /** `bun build --compile` of `entry`, timed; ServerFS's own build line (package.json, its worker entries included) when `entry` is null. */
 function compile(outfile: string, entry: string | null): number {
   const build = (JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as { scripts: { build: string } }).scripts.build;
-  const args = entry === null ? build.replace(/^bun /, "").replace(/--outfile \S+/, "").trim().split(/\s+/) : ["build", "--compile", entry];
+  const args =
+    entry === null
+      ? build
+          .replace(/^bun /, "")
+          .replace(/--outfile \S+/, "")
+          .trim()
+          .split(/\s+/)
+      : ["build", "--compile", entry];
   const started = performance.now();
   const r = Bun.spawnSync([BUN, ...args, "--outfile", outfile], { cwd: REPO_ROOT, stdout: "pipe", stderr: "pipe" });
   if (r.exitCode !== 0) throw new Error(`bun build --compile failed:\n${r.stderr.toString("utf8")}`);
@@ -299,9 +306,13 @@ function reportOf({ trees, rgVersion, compileMs, cold, read, reference, bySize, 
     },
     method: {
       client: "@modelcontextprotocol/sdk Client over stdio, one client per server, calls sequential",
-      cold_start: "spawn → initialize answered; a fresh process per run; minimal_compiled is scripts/bench/lib/minimal-mcp-server.ts (SDK McpServer, one tool) compiled in this run",
+      cold_start:
+        "spawn → initialize answered; a fresh process per run; minimal_compiled is scripts/bench/lib/minimal-mcp-server.ts (SDK McpServer, one tool) compiled in this run",
       order: "contenders interleaved round-robin; one unmeasured warm-up each (read: 20)",
-      peers: rgVersion !== null ? "find -type f -name; rg -F -n and rg -i -F -n, all cores (rg's default)" : "find -type f -name; rg is not installed: its figures are missing",
+      peers:
+        rgVersion !== null
+          ? "find -type f -name; rg -F -n and rg -i -F -n, all cores (rg's default)"
+          : "find -type f -name; rg is not installed: its figures are missing",
       aims_judged_on: `${HEADLINE} files; the other sizes are reported in by_size and growth`,
       compile_ms: { serverfs: ms(compileMs.serverfs), minimal: ms(compileMs.minimal) },
     },

@@ -1,4 +1,5 @@
 #!/usr/bin/env bun
+import { randomBytes } from "node:crypto";
 /**
  * The hardening figures (docs/reliability.md, "Hardening"; docs/performance.md): real `serverfs mcp`
  * processes, each figure printed with its bound and whether it was met. stdout gets one JSON document,
@@ -18,14 +19,13 @@
  * The issue's case is `--entries 300000` (about 1.5 min more to create and walk).
  */
 import { closeSync, openSync, readFileSync, truncateSync, writeSync } from "node:fs";
-import { randomBytes } from "node:crypto";
 import { availableParallelism } from "node:os";
 import { errorCode, type McpSession, startStdio } from "../../test/helpers/mcp-client.ts";
 import { measureStall } from "../../test/helpers/stall.ts";
 import { type TempDir, tempDir, writeConfig } from "../../test/helpers/workspace.ts";
+import { peakRssMb, rssMb } from "./lib/bridge-rss.ts";
 import { floodHttpSessions } from "./lib/http-session-flood.ts";
 import { ms } from "./lib/measure.ts";
-import { peakRssMb, rssMb } from "./lib/bridge-rss.ts";
 import { unreadStdout } from "./lib/unread-stdout.ts";
 
 function flag(name: string, fallback: number): number {

@@ -47,4 +47,6 @@ const elapsed = performance.now() - t0;
 const present = new Set(readFileSync(join(ws, "race.txt"), "utf8").split("\n"));
 dir.remove();
 const lost = reported.filter((m) => !present.has(m)).length;
-console.log(JSON.stringify({ ...counts, reported_successes: reported.length, lost_updates: lost, ms_per_round: Math.round((elapsed / rounds) * 100) / 100 }, null, 2));
+console.log(
+  JSON.stringify({ ...counts, reported_successes: reported.length, lost_updates: lost, ms_per_round: Math.round((elapsed / rounds) * 100) / 100 }, null, 2),
+);

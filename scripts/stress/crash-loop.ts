@@ -14,8 +14,8 @@ import { FAKE_RUN_LOG_VARIABLE } from "../../src/workers/fake-provider.ts";
 import { aliasOf, crash, writeEnv } from "../../test/durability/support.ts";
 import { type BridgeProcess, type EventEnvelope, type RpcResponse, rpc, startBridgeProcess } from "../../test/helpers/bridge.ts";
 import { spawnCli } from "../../test/helpers/process.ts";
-import { finish, progress, seeded, sizeFlags, Violations } from "./lib/ground.ts";
 import { generationEnv, killGenerations } from "./lib/generations.ts";
+import { finish, progress, seeded, sizeFlags, Violations } from "./lib/ground.ts";
 import { checkInvariants, viewOf } from "./lib/invariants.ts";
 import { Ledger } from "./lib/ledger.ts";
 import { randomTask, type TaskSpec } from "./lib/workload.ts";
@@ -173,7 +173,13 @@ try {
     if (cycle > 0) {
       restartMs.push(performance.now() - t0);
       const figures = await checkInvariants(view, ledger, v, { settled: true, run: { id: run, generation } });
-      Object.assign(totals, { tasks: figures.tasks, events: figures.events, runs: figures.runs, statuses: figures.statuses, unproven_stops: figures.unproven_stops });
+      Object.assign(totals, {
+        tasks: figures.tasks,
+        events: figures.events,
+        runs: figures.runs,
+        statuses: figures.statuses,
+        unproven_stops: figures.unproven_stops,
+      });
       totals.guards_after_restart += figures.guards;
       await replay();
     }

@@ -13,25 +13,19 @@
  */
 import { rmSync } from "node:fs";
 import { FAKE_RUN_LOG_VARIABLE } from "../../src/workers/fake-provider.ts";
-import { holdsWithin } from "../../test/helpers/poll.ts";
 import { aliasOf, mcpView, writeEnv } from "../../test/durability/support.ts";
 import { type EventEnvelope, isTerminalTask, rpc, startBridgeProcess, waitForTask } from "../../test/helpers/bridge.ts";
+import { holdsWithin } from "../../test/helpers/poll.ts";
 import { fill, mountTmpfs, unmount } from "../../test/helpers/tmpfs.ts";
-import { finish, progress, seeded, sizeFlags, Violations } from "./lib/ground.ts";
 import { generationEnv, killGenerations, taggedProcesses } from "./lib/generations.ts";
+import { finish, progress, seeded, sizeFlags, Violations } from "./lib/ground.ts";
 import { checkInvariants, viewOf } from "./lib/invariants.ts";
 import { Ledger } from "./lib/ledger.ts";
 
 const flags = sizeFlags("disk-full", { rounds: 5, tasks: 6, "full-ms": 2000, seed: Date.now() % 1_000_000 });
 const SLOTS = 3;
 const REFUSED_WHILE_FULL = new Set(["BRIDGE_STORAGE_ERROR", "WORKDIR_RECOVERY_REQUIRED", "WORKDIR_BUSY", "AGENT_TASK_LIMIT_REACHED"]);
-const ENDS = new Set([
-  "succeeded",
-  "cancelled",
-  "failed BRIDGE_STORAGE_ERROR",
-  "interrupted BRIDGE_STORAGE_ERROR",
-  "failed AGENT_RESULT_STORAGE_ERROR",
-]);
+const ENDS = new Set(["succeeded", "cancelled", "failed BRIDGE_STORAGE_ERROR", "interrupted BRIDGE_STORAGE_ERROR", "failed AGENT_RESULT_STORAGE_ERROR"]);
 const say = (line: string) => progress("disk", line);
 
 const w = writeEnv(SLOTS, { lifecycle: { maintenance_interval_seconds: 1, max_active_tasks: 32 } });
@@ -107,7 +101,8 @@ async function round(n: number, bridgeAlive: () => boolean): Promise<void> {
     if (!ENDS.has(end)) v.add("wrong_outcome", `round ${n}: ${end}`);
   }
   for (let slot = 1; slot <= SLOTS; slot++) {
-    if (!(await holdsWithin(() => mcpView(view.lockDir, slot) === "free", 30_000))) v.add("not_recovered", `round ${n}: slot ${slot} reads ${mcpView(view.lockDir, slot)}`);
+    if (!(await holdsWithin(() => mcpView(view.lockDir, slot) === "free", 30_000)))
+      v.add("not_recovered", `round ${n}: slot ${slot} reads ${mcpView(view.lockDir, slot)}`);
   }
   recoveryMs.push(performance.now() - freed);
   const fresh = await submit("workspace-write", 1, `complete:fresh${n}`, `fresh${n}`, false);

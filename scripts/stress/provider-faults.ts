@@ -13,11 +13,11 @@
  */
 import { readFileSync } from "node:fs";
 import { FAKE_RUN_LOG_VARIABLE } from "../../src/workers/fake-provider.ts";
-import { holdsWithin } from "../../test/helpers/poll.ts";
 import { aliasOf, mcpView, taskRow, writeEnv } from "../../test/durability/support.ts";
 import { call, isTerminalTask, markedProcesses, rpc, startBridgeProcess, waitForTask } from "../../test/helpers/bridge.ts";
-import { finish, progress, sizeFlags, Violations } from "./lib/ground.ts";
+import { holdsWithin } from "../../test/helpers/poll.ts";
 import { generationEnv, killGenerations, taggedProcesses } from "./lib/generations.ts";
+import { finish, progress, sizeFlags, Violations } from "./lib/ground.ts";
 import { checkInvariants, viewOf } from "./lib/invariants.ts";
 import { Ledger } from "./lib/ledger.ts";
 
@@ -131,7 +131,12 @@ finish(
         const s = samples.get(f.fault)!;
         return [
           f.fault,
-          { expect: f.errorCode ? `${f.status} ${f.errorCode}` : f.status, runs: s.length, max_end_ms: round1(Math.max(0, ...s.map((x) => x.endMs))), max_slot_free_ms: round1(Math.max(0, ...s.map((x) => x.freeMs))) },
+          {
+            expect: f.errorCode ? `${f.status} ${f.errorCode}` : f.status,
+            runs: s.length,
+            max_end_ms: round1(Math.max(0, ...s.map((x) => x.endMs))),
+            max_slot_free_ms: round1(Math.max(0, ...s.map((x) => x.freeMs))),
+          },
         ];
       }),
     ),

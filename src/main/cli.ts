@@ -5,10 +5,10 @@
  * protocol (mcp) or for the command's own output.
  */
 import { ConfigError } from "../shared/config/load.ts";
+import { suggestion } from "../shared/did-you-mean.ts";
 import { isServerFsError } from "../shared/errors.ts";
 import { PROTOCOL_VERSION, VERSION } from "../shared/version.ts";
 import { booleanFlag, type ParsedArgs, parseArgs, stringFlag, UsageError } from "./args.ts";
-import { suggestion } from "../shared/did-you-mean.ts";
 import { COMMANDS, type CommandSpec, commandNames, commandUsage, HELP_FLAGS, programUsage } from "./commands.ts";
 import { isCompiled } from "./self-command.ts";
 
@@ -21,7 +21,15 @@ const print = (text: string) => process.stdout.write(`${text}\n`);
 function printVersion(json: boolean): number {
   if (!json) print(`serverfs ${VERSION}`);
   else {
-    const details = { name: "serverfs", version: VERSION, protocol_version: PROTOCOL_VERSION, bun: Bun.version, compiled: isCompiled(), platform: process.platform, arch: process.arch };
+    const details = {
+      name: "serverfs",
+      version: VERSION,
+      protocol_version: PROTOCOL_VERSION,
+      bun: Bun.version,
+      compiled: isCompiled(),
+      platform: process.platform,
+      arch: process.arch,
+    };
     print(JSON.stringify(details));
   }
   return 0;

@@ -16,7 +16,9 @@ export interface CommandSpec {
   example: string;
 }
 
-const CONFIG: Record<string, FlagSpec> = { "--config": { value: "F", help: "the config file (else $SERVERFS_CONFIG, ./serverfs.toml, ~/.config/serverfs/serverfs.toml)" } };
+const CONFIG: Record<string, FlagSpec> = {
+  "--config": { value: "F", help: "the config file (else $SERVERFS_CONFIG, ./serverfs.toml, ~/.config/serverfs/serverfs.toml)" },
+};
 const JSON_OUT: Record<string, FlagSpec> = { "--json": { help: "print JSON for programs instead of text" } };
 /** Accepted by every command. */
 export const HELP_FLAGS: Record<string, FlagSpec> = {

@@ -17,7 +17,5 @@ export function selfCommand(...args: string[]): string[] {
  * embedded file system when compiled (`bun build --compile --root .` keeps the source layout).
  */
 export function workerUrl(name: string): URL {
-  return isCompiled()
-    ? new URL(`file:///$bunfs/root/src/workers/${name}.js`)
-    : new URL(`../workers/${name}.ts`, import.meta.url);
+  return isCompiled() ? new URL(`file:///$bunfs/root/src/workers/${name}.js`) : new URL(`../workers/${name}.ts`, import.meta.url);
 }

@@ -168,4 +168,3 @@ export class RelayedError extends ServerFsError {
 export function isServerFsError(e: unknown): e is ServerFsError {
   return e instanceof ServerFsError;
 }
-

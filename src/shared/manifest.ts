@@ -11,8 +11,9 @@
  * Pure functions: usable from any thread. No host path, prompt or native id enters a manifest; the
  * input types simply have no place for them.
  */
-import type { AgentMode, BridgeSettings, Profile, RuntimeName } from "./config/schema.ts";
+
 import { canonicalJson, sha256Hex } from "./canonical-json.ts";
+import type { AgentMode, BridgeSettings, Profile, RuntimeName } from "./config/schema.ts";
 import { LIMITS } from "./limits.ts";
 import { PROTOCOL_VERSION, VERSION } from "./version.ts";
 

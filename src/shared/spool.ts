@@ -32,12 +32,12 @@ import {
   writeSync,
 } from "node:fs";
 import { join } from "node:path";
+import { byteSize } from "./byte-size.ts";
 import { sha256Hex } from "./canonical-json.ts";
 import { ServerFsError } from "./errors.ts";
 import { at, closeQuietly, O_CLOEXEC, READ_FLAGS, self } from "./fs/dir-handle.ts";
 import { isOwnerOnly, ownUid, PRIVATE_DIR, PRIVATE_FILE } from "./fs/modes.ts";
 import { osCode } from "./fs/os-errors.ts";
-import { byteSize } from "./byte-size.ts";
 import { isTaskId, random16Hex } from "./ids.ts";
 import { LIMITS } from "./limits.ts";
 import { byteLength, decodeStrict, safePrefixLength } from "./utf8.ts";

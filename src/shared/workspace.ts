@@ -5,7 +5,7 @@
 import { realpathSync } from "node:fs";
 import type { Config, Workdir } from "./config/load.ts";
 import type { Policy } from "./config/schema.ts";
-import { type NormalizedPath, PathPolicy, confinePath } from "./path/policy.ts";
+import { confinePath, type NormalizedPath, PathPolicy } from "./path/policy.ts";
 
 export class Workspace {
   readonly pathPolicy: PathPolicy;

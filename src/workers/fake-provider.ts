@@ -22,14 +22,7 @@
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, normalize } from "node:path";
 import { canonicalJson } from "../shared/canonical-json.ts";
-import {
-  type AdapterLine,
-  AdapterLineSchema,
-  FAKE_WIRE_PROTOCOL,
-  type ProviderLine,
-  parseLine,
-  type RunRequest,
-} from "./providers/fake-wire.ts";
+import { type AdapterLine, AdapterLineSchema, FAKE_WIRE_PROTOCOL, type ProviderLine, parseLine, type RunRequest } from "./providers/fake-wire.ts";
 import { type JsonLine, readJsonLines } from "./providers/line-reader.ts";
 
 type Decision = Extract<AdapterLine, { type: "approval_response" }>["decision"];

@@ -6,13 +6,13 @@
  */
 import * as Comlink from "comlink";
 import { AuditLog } from "../shared/audit.ts";
+import { byteSize } from "../shared/byte-size.ts";
 import { exposeApi } from "../shared/comlink-worker.ts";
 import type { ConfigFile } from "../shared/config/schema.ts";
-import { byteSize } from "../shared/byte-size.ts";
 import { type ErrorCode, ServerFsError } from "../shared/errors.ts";
 import { LIMITS } from "../shared/limits.ts";
-import { normalizeAbsolute, Redactor, WORKDIR_MARK } from "../shared/redact.ts";
 import { proveStopped } from "../shared/process-group.ts";
+import { normalizeAbsolute, Redactor, WORKDIR_MARK } from "../shared/redact.ts";
 import { isStorageFault } from "../shared/storage-fault.ts";
 import { Store } from "../shared/store/index.ts";
 import { byteLength, encoder } from "../shared/utf8.ts";

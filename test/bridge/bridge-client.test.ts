@@ -5,9 +5,9 @@ import { type RpcServer, startRpcServer } from "../../src/main/bridge/rpc/server
 import { BridgeClient, knownHostPaths } from "../../src/shared/bridge-protocol/client.ts";
 import { buildConfig } from "../../src/shared/config/load.ts";
 import { RelayedError, ServerFsError } from "../../src/shared/errors.ts";
+import { holdsWithin } from "../helpers/poll.ts";
 import { BUN, REPO_ROOT, type TempDir, tempDir } from "../helpers/workspace.ts";
 import { type FakeAnswer, fakeBridge } from "./rpc-wire.ts";
-import { holdsWithin } from "../helpers/poll.ts";
 
 const MiB = 1_048_576;
 let dir: TempDir;
@@ -40,8 +40,7 @@ afterAll(async () => {
   dir.remove();
 });
 
-const client = (socketPath = bridgePath, timeoutMs = 5000, knownPaths: string[] = [SECRET_ROOT]) =>
-  new BridgeClient({ socketPath, timeoutMs, knownPaths });
+const client = (socketPath = bridgePath, timeoutMs = 5000, knownPaths: string[] = [SECRET_ROOT]) => new BridgeClient({ socketPath, timeoutMs, knownPaths });
 
 async function failure(p: Promise<unknown>): Promise<ServerFsError> {
   try {
@@ -145,12 +144,20 @@ describe("Bridge errors pass through", () => {
     const config = buildConfig(
       {
         workdirs: [{ slot: 1, alias: "w", path: root, mcp_path: mcpRoot }],
-        bridge: { socket_path: "/run/b/bridge.sock", state_dir: "/var/state", lock_dir: "/var/locks", mcp_socket_path: "/mnt/b.sock", mcp_lock_dir: "/mnt/locks" },
+        bridge: {
+          socket_path: "/run/b/bridge.sock",
+          state_dir: "/var/state",
+          lock_dir: "/var/locks",
+          mcp_socket_path: "/mnt/b.sock",
+          mcp_lock_dir: "/mnt/locks",
+        },
       },
       "test",
       { role: "mcp", env: {} },
     );
-    expect(knownHostPaths(config)).toEqual(expect.arrayContaining([root, mcpRoot, "/run/b/bridge.sock", "/mnt/b.sock", "/var/state", "/var/locks", "/mnt/locks"]));
+    expect(knownHostPaths(config)).toEqual(
+      expect.arrayContaining([root, mcpRoot, "/run/b/bridge.sock", "/mnt/b.sock", "/var/state", "/var/locks", "/mnt/locks"]),
+    );
   });
 
   test("PEER_NOT_AUTHORIZED (request_id null) reaches the caller as itself", async () => {
@@ -247,7 +254,11 @@ describe("client-side error mapping", () => {
     ["an error without a message", (id) => ({ bytes: `{"request_id":"${id}","ok":false,"error":{"code":"X_Y"}}\n` }), "error is malformed"],
     ["an error with an extra key", (id) => ({ bytes: `{"request_id":"${id}","ok":false,"error":{"code":"X_Y","message":"m","x":1}}\n` }), "error is malformed"],
     ["an error that is a string", (id) => ({ bytes: `{"request_id":"${id}","ok":false,"error":"X_Y"}\n` }), "error is malformed"],
-    ["a code not matching ^[A-Z][A-Z0-9_]{2,}$", (id) => ({ bytes: `{"request_id":"${id}","ok":false,"error":{"code":"bad_code","message":"m"}}\n` }), "code is malformed"],
+    [
+      "a code not matching ^[A-Z][A-Z0-9_]{2,}$",
+      (id) => ({ bytes: `{"request_id":"${id}","ok":false,"error":{"code":"bad_code","message":"m"}}\n` }),
+      "code is malformed",
+    ],
     ["a two-letter code", (id) => ({ bytes: `{"request_id":"${id}","ok":false,"error":{"code":"AB","message":"m"}}\n` }), "code is malformed"],
   ];
 

@@ -236,4 +236,3 @@ describe("redaction before storage, sizes and hashes", () => {
     expect(t["final_response"]).toBe("<workdir> ".repeat(count));
   });
 });
-

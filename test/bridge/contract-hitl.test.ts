@@ -72,9 +72,7 @@ describe("approvals", () => {
   test("deny and approve_session reach the provider; two approvals in a row are answered one at a time", async () => {
     const first = await asking("approval-twice:rm -rf build");
     expect(codeOf(await respond(first.taskId, first.requestId, "deny"))).toBeUndefined();
-    const second = await waitFor(first.taskId,
-      (t) => t["status"] === "waiting_for_approval" && t["pending_request_id"] !== first.requestId,
-    );
+    const second = await waitFor(first.taskId, (t) => t["status"] === "waiting_for_approval" && t["pending_request_id"] !== first.requestId);
     expect(codeOf(await respond(first.taskId, second["pending_request_id"] as string, "approve_session"))).toBeUndefined();
     expect(await ended(first.taskId)).toMatchObject({ status: "succeeded", final_response: "approvals=deny,approve_session" });
   });
@@ -166,7 +164,13 @@ describe("questions", () => {
       ["an unknown key", [{ question_id: "q1", selected_option_ids: ["a"], note: "x" }]],
       ["a question_id that is not a string", [{ question_id: 1, selected_option_ids: ["a"] }]],
       ["an unknown question_id", [{ question_id: "q9", selected_option_ids: ["a"] }]],
-      ["the same question twice", [{ question_id: "q1", selected_option_ids: ["a"] }, { question_id: "q1", selected_option_ids: ["b"] }]],
+      [
+        "the same question twice",
+        [
+          { question_id: "q1", selected_option_ids: ["a"] },
+          { question_id: "q1", selected_option_ids: ["b"] },
+        ],
+      ],
       ["selected_option_ids that is not an array", [{ question_id: "q1", selected_option_ids: "a" }]],
       ["a selected option that is not a string", [{ question_id: "q1", selected_option_ids: [1] }]],
       ["an unknown option", [{ question_id: "q1", selected_option_ids: ["z"] }]],

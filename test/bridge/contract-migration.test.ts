@@ -9,8 +9,8 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, lstatSync } from "node:fs";
 import { join } from "node:path";
 import { allEvents, call, codeOf, isTerminalTask, rpc, submitTask } from "../helpers/bridge.ts";
-import { useBridge } from "../helpers/use-bridge.ts";
 import { createLegacyDb, legacyTimestamp } from "../helpers/legacy-db.ts";
+import { useBridge } from "../helpers/use-bridge.ts";
 
 const DONE = "agt_0000000000000000000d0e01";
 const OLD = "agt_0000000000000000000d0e02";
@@ -112,7 +112,12 @@ describe("migration of a v0.6 database", () => {
   });
 
   test("every schema column, index and the manifest trigger exist; a legacy row can never be given a manifest", () => {
-    const columns = withDb((db) => db.query<{ name: string }, []>("PRAGMA table_info(tasks)").all().map((c) => c.name));
+    const columns = withDb((db) =>
+      db
+        .query<{ name: string }, []>("PRAGMA table_info(tasks)")
+        .all()
+        .map((c) => c.name),
+    );
     for (const name of [
       "deadline_at",
       "correlation_id",
@@ -130,7 +135,12 @@ describe("migration of a v0.6 database", () => {
     ]) {
       expect(columns).toContain(name);
     }
-    const requestColumns = withDb((db) => db.query<{ name: string }, []>("PRAGMA table_info(pending_requests)").all().map((c) => c.name));
+    const requestColumns = withDb((db) =>
+      db
+        .query<{ name: string }, []>("PRAGMA table_info(pending_requests)")
+        .all()
+        .map((c) => c.name),
+    );
     expect(requestColumns).toContain("expires_at");
     const names = schemaOf().map((s) => s.name);
     for (const name of ["tasks_status", "tasks_completed_at", "tasks_idempotency_key", "tasks_manifest_immutable"]) expect(names).toContain(name);

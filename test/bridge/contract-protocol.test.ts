@@ -29,7 +29,7 @@ describe("framing and the envelope: every malformed class", () => {
     ["a NaN literal", '{"protocol_version":NaN,"request_id":"r1","method":"task.get","params":{}}', "INVALID_REQUEST", null],
     ["a missing key (params)", '{"protocol_version":1,"request_id":"r1","method":"runtime.list"}', "INVALID_REQUEST", "r1"],
     ["an extra key", '{"protocol_version":1,"request_id":"r1","method":"runtime.list","params":{},"x":1}', "INVALID_REQUEST", "r1"],
-    ["protocol_version as the string \"1\"", request("runtime.list", {}, "r1", "1"), "INVALID_REQUEST", "r1"],
+    ['protocol_version as the string "1"', request("runtime.list", {}, "r1", "1"), "INVALID_REQUEST", "r1"],
     ["protocol_version true", request("runtime.list", {}, "r1", true), "INVALID_REQUEST", "r1"],
     ["protocol_version 1.5", request("runtime.list", {}, "r1", 1.5), "INVALID_REQUEST", "r1"],
     ["protocol_version 2", request("runtime.list", {}, "r1", 2), "PROTOCOL_VERSION_UNSUPPORTED", "r1"],

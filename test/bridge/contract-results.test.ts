@@ -206,9 +206,7 @@ describe("reading a spooled result", () => {
   test("the task and its storage are checked first: unknown task, inline, failed and running tasks", async () => {
     expect(codeOf(await rpc(sock, "task.result.read", { task_id: "agt_000000000000000000000000", max_bytes: 0 }))).toBe("AGENT_TASK_NOT_FOUND");
     const inline = await repeated(3, "x");
-    expect(codeOf(await rpc(sock, "task.result.read", { task_id: inline["task_id"], max_bytes: 0, offset_bytes: -1 }))).toBe(
-      "AGENT_RESULT_NOT_RETRIEVABLE",
-    );
+    expect(codeOf(await rpc(sock, "task.result.read", { task_id: inline["task_id"], max_bytes: 0, offset_bytes: -1 }))).toBe("AGENT_RESULT_NOT_RETRIEVABLE");
     const failed = await waitFor(await submit({ prompt: "fail:x" }), isTerminalTask);
     expect(codeOf(await rpc(sock, "task.result.read", { task_id: failed["task_id"] }))).toBe("AGENT_RESULT_NOT_RETRIEVABLE");
     const running = await submit({ prompt: "wait:" });
@@ -243,7 +241,12 @@ describe("reading a spooled result", () => {
     expect(props["max_bytes"]).toMatchObject({ minimum: 1, maximum: 65_536 });
 
     const id = euros["task_id"] as string;
-    for (const args of [{ task_id: id, max_bytes: 0 }, { task_id: id, max_bytes: 65_537 }, { task_id: id, offset_bytes: -1 }, { task_id: id, extra: 1 }]) {
+    for (const args of [
+      { task_id: id, max_bytes: 0 },
+      { task_id: id, max_bytes: 65_537 },
+      { task_id: id, offset_bytes: -1 },
+      { task_id: id, extra: 1 },
+    ]) {
       expect(errorCode(await mcp.call("read_agent_task_result", args))).toBe("INVALID_ARGUMENT");
     }
     expect(errorCode(await mcp.call("read_agent_task_result", { task_id: id, offset_bytes: 1 }))).toBe("INVALID_RESULT_OFFSET");
@@ -280,4 +283,3 @@ describe("the spool write to result reads the spool file and its directory", () 
     expect(await repeated(256 * KiB + 1, "y")).toMatchObject({ status: "succeeded", result: { storage: "spool" } });
   });
 });
-

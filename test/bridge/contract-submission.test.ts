@@ -71,9 +71,7 @@ describe("submission order: the first failing step is the answer", () => {
     expect(await submitCode({ workdir: "Repo", prompt: "complete:x" })).toBe("WORKDIR_NOT_FOUND");
     expect(await submitCode({ workdir: "off", path: "missing", prompt: "complete:x" })).toBe("AGENT_DISABLED");
     expect(await submitCode({ workdir: "codexonly", path: "missing", prompt: "complete:x" })).toBe("AGENT_RUNTIME_NOT_ALLOWED");
-    expect(await submitCode({ workdir: "ro", profile: "workspace-write", path: "missing", prompt: "complete:x" })).toBe(
-      "AGENT_PROFILE_NOT_ALLOWED",
-    );
+    expect(await submitCode({ workdir: "ro", profile: "workspace-write", path: "missing", prompt: "complete:x" })).toBe("AGENT_PROFILE_NOT_ALLOWED");
   });
 
   test("profile rules: review on a workspace-write workdir is allowed; workspace-write on a review workdir is AGENT_PROFILE_NOT_ALLOWED", async () => {
@@ -102,7 +100,7 @@ describe("submission order: the first failing step is the answer", () => {
     }
   });
 
-  test("the path is normalized: \"\" and \".\" are the root, ./src/ is src; the provider runs there", async () => {
+  test('the path is normalized: "" and "." are the root, ./src/ is src; the provider runs there', async () => {
     expect((await finished({ path: ".", prompt: "complete:x" }))["relative_cwd"]).toBe("");
     const t = await finished({ path: "./src//deep/", prompt: "write:out.txt:hello", profile: "workspace-write" });
     expect(t).toMatchObject({ status: "succeeded", relative_cwd: "src/deep", final_response: "wrote=out.txt" });
@@ -198,9 +196,7 @@ describe("submission step 6: idempotency", () => {
     await finished({ prompt: "complete:one", idempotency_key: "k-conflict" });
     expect(await submitCode({ prompt: "complete:two", idempotency_key: "k-conflict" })).toBe("AGENT_IDEMPOTENCY_CONFLICT");
     expect(await submitCode({ prompt: "complete:one", idempotency_key: "k-conflict", path: "src" })).toBe("AGENT_IDEMPOTENCY_CONFLICT");
-    expect(await submitCode({ prompt: "complete:one", idempotency_key: "k-conflict", profile: "workspace-write" })).toBe(
-      "AGENT_IDEMPOTENCY_CONFLICT",
-    );
+    expect(await submitCode({ prompt: "complete:one", idempotency_key: "k-conflict", profile: "workspace-write" })).toBe("AGENT_IDEMPOTENCY_CONFLICT");
   });
 
   test("correlation_id is not part of the fingerprint: a replay answers with the stored task's correlation_id", async () => {
@@ -218,7 +214,7 @@ describe("submission step 6: idempotency", () => {
     await slotFree();
   });
 
-  test("the earlier steps still apply to a replay, and \"\" is no key", async () => {
+  test('the earlier steps still apply to a replay, and "" is no key', async () => {
     await finished({ prompt: "complete:e", idempotency_key: "k-early" });
     expect(await submitCode({ prompt: "", idempotency_key: "k-early" })).toBe("INVALID_REQUEST");
     expect(await submitCode({ prompt: "complete:e", idempotency_key: "k".repeat(257) })).toBe("INVALID_REQUEST");
@@ -234,9 +230,7 @@ describe("execution manifest", () => {
     const t = await finished({ prompt: "complete:m", path: "src", correlation_id: "m-1", idempotency_key: "k-manifest" });
     const manifest = t["manifest"] as Record<string, unknown>;
     expect(sha256Hex(canonicalJson(manifest))).toBe(t["manifest_sha256"] as string);
-    const policySha = sha256Hex(
-      canonicalJson({ agent_mode: "workspace-write", agent_runtimes: ["fake"], alias: "repo", read_only: false, slot: 1 }),
-    );
+    const policySha = sha256Hex(canonicalJson({ agent_mode: "workspace-write", agent_runtimes: ["fake"], alias: "repo", read_only: false, slot: 1 }));
     expect(manifest).toEqual({
       schema_version: 1,
       bridge_version: "0.7.0",
@@ -274,12 +268,8 @@ describe("execution manifest", () => {
     const db = new Database(join(env.stateDir, "state.sqlite3"));
     try {
       db.run("PRAGMA busy_timeout = 5000");
-      expect(() => db.query("UPDATE tasks SET manifest_json = '{}' WHERE task_id = ?").run(t["task_id"] as string)).toThrow(
-        /manifest is immutable/,
-      );
-      expect(() => db.query("UPDATE tasks SET manifest_sha256 = 'x' WHERE task_id = ?").run(t["task_id"] as string)).toThrow(
-        /manifest is immutable/,
-      );
+      expect(() => db.query("UPDATE tasks SET manifest_json = '{}' WHERE task_id = ?").run(t["task_id"] as string)).toThrow(/manifest is immutable/);
+      expect(() => db.query("UPDATE tasks SET manifest_sha256 = 'x' WHERE task_id = ?").run(t["task_id"] as string)).toThrow(/manifest is immutable/);
     } finally {
       db.close();
     }
@@ -299,17 +289,11 @@ describe("submission step 10 and continuation", () => {
   test("rules in order: prior exists, same workdir, no review→workspace-write escalation, prior terminal", async () => {
     expect(await submitCode({ prompt: "complete:x", continue_from_task_id: "agt_000000000000000000000000" })).toBe("AGENT_TASK_NOT_FOUND");
     const review = await finished({ prompt: "complete:r" });
-    expect(await submitCode({ workdir: "ro", prompt: "complete:x", continue_from_task_id: review["task_id"] })).toBe(
-      "AGENT_SESSION_NOT_RESUMABLE",
-    );
-    expect(await submitCode({ profile: "workspace-write", prompt: "complete:x", continue_from_task_id: review["task_id"] })).toBe(
-      "AGENT_PROFILE_NOT_ALLOWED",
-    );
+    expect(await submitCode({ workdir: "ro", prompt: "complete:x", continue_from_task_id: review["task_id"] })).toBe("AGENT_SESSION_NOT_RESUMABLE");
+    expect(await submitCode({ profile: "workspace-write", prompt: "complete:x", continue_from_task_id: review["task_id"] })).toBe("AGENT_PROFILE_NOT_ALLOWED");
     const running = await submit({ prompt: "wait:" });
     await waitFor(running, (t) => t["status"] === "running");
-    expect(await submitCode({ profile: "workspace-write", prompt: "complete:x", continue_from_task_id: running })).toBe(
-      "AGENT_PROFILE_NOT_ALLOWED",
-    );
+    expect(await submitCode({ profile: "workspace-write", prompt: "complete:x", continue_from_task_id: running })).toBe("AGENT_PROFILE_NOT_ALLOWED");
     expect(await submitCode({ prompt: "complete:x", continue_from_task_id: running })).toBe("AGENT_SESSION_NOT_RESUMABLE");
     await call(sock, "task.cancel", { task_id: running });
   });

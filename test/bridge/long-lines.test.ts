@@ -7,7 +7,17 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { sha256Hex } from "../../src/shared/canonical-json.ts";
-import { allEvents, type BridgeEnv, type BridgeProcess, bridgeEnv, call, isTerminalTask, startBridgeProcess, submitTask, waitForTask } from "../helpers/bridge.ts";
+import {
+  allEvents,
+  type BridgeEnv,
+  type BridgeProcess,
+  bridgeEnv,
+  call,
+  isTerminalTask,
+  startBridgeProcess,
+  submitTask,
+  waitForTask,
+} from "../helpers/bridge.ts";
 
 const MiB = 1024 * 1024;
 /** The provider's line around an `agent_message` text (its newline not counted). */
@@ -70,7 +80,10 @@ describe("long provider lines", () => {
     const count = Math.floor((8 * MiB) / 10);
     const spooled = await finished(`repeat:${count}:${piece}`);
     const expected = Buffer.from(piece.repeat(count), "utf8");
-    expect(spooled).toMatchObject({ status: "succeeded", result: { storage: "spool", size_bytes: expected.length, sha256: sha256Hex(expected), retrievable: true } });
+    expect(spooled).toMatchObject({
+      status: "succeeded",
+      result: { storage: "spool", size_bytes: expected.length, sha256: sha256Hex(expected), retrievable: true },
+    });
     const back = await readResult(spooled["task_id"] as string);
     const differsAt = back.findIndex((b, i) => b !== expected[i]);
     expect({ length: back.length, differsAt }).toEqual({ length: expected.length, differsAt: -1 });

@@ -2,16 +2,11 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { newMark } from "../../src/shared/ids.ts";
-import {
-  checkProcessGroup,
-  PROVIDER_MARK_VARIABLE,
-  readProcStat,
-  terminateProcessGroup,
-} from "../../src/shared/process-group.ts";
+import { checkProcessGroup, PROVIDER_MARK_VARIABLE, readProcStat, terminateProcessGroup } from "../../src/shared/process-group.ts";
 import { type ProviderProcess, spawnProvider } from "../../src/workers/providers/spawn.ts";
-import { tempDir } from "../helpers/workspace.ts";
 import { poll } from "../helpers/poll.ts";
 import { carriesMark, livePids } from "../helpers/proc-scan.ts";
+import { tempDir } from "../helpers/workspace.ts";
 
 const QUICK = { graceMs: 400, verifyMs: 3000, pollMs: 20 };
 const dir = tempDir();

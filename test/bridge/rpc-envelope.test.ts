@@ -333,12 +333,8 @@ describe("parameter rules and the methods key sets", () => {
   test("a value of the wrong JSON type is INVALID_REQUEST", async () => {
     expect(await codeOf("task.get", { task_id: 5 })).toBe("INVALID_REQUEST");
     expect(await codeOf("task.get", { task_id: null })).toBe("INVALID_REQUEST");
-    expect(await codeOf("task.submit", { runtime: "fake", workdir: "w", path: "", profile: "review", prompt: "p", correlation_id: 5 })).toBe(
-      "INVALID_REQUEST",
-    );
-    expect(await codeOf("task.approval.respond", { task_id: "t", request_id: "r", decision: "deny", granted_permission_ids: [1] })).toBe(
-      "INVALID_REQUEST",
-    );
+    expect(await codeOf("task.submit", { runtime: "fake", workdir: "w", path: "", profile: "review", prompt: "p", correlation_id: 5 })).toBe("INVALID_REQUEST");
+    expect(await codeOf("task.approval.respond", { task_id: "t", request_id: "r", decision: "deny", granted_permission_ids: [1] })).toBe("INVALID_REQUEST");
     expect(await codeOf("task.question.answer", { task_id: "t", request_id: "r", answers: {} })).toBe("INVALID_REQUEST");
   });
 

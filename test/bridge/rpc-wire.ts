@@ -96,7 +96,11 @@ export class RawConnection {
 
   /** Resolves true when the peer closes within `ms`. */
   async closedWithin(ms: number): Promise<boolean> {
-    return bounded(this.closed.then(() => true), "close", ms).catch(() => false);
+    return bounded(
+      this.closed.then(() => true),
+      "close",
+      ms,
+    ).catch(() => false);
   }
 
   close(): void {

@@ -9,7 +9,18 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { seedFinishedTasks } from "../../scripts/bench/lib/bridge-seed.ts";
-import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, codeOf, isTerminalTask, rpc, startBridgeProcess, submitTask, waitForTask } from "../helpers/bridge.ts";
+import {
+  type BridgeEnv,
+  type BridgeProcess,
+  bridgeEnv,
+  call,
+  codeOf,
+  isTerminalTask,
+  rpc,
+  startBridgeProcess,
+  submitTask,
+  waitForTask,
+} from "../helpers/bridge.ts";
 import { holdsWithin } from "../helpers/poll.ts";
 
 const EXPIRED = 10_000;

@@ -5,9 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readGuard } from "../../src/shared/leases/guard-files.ts";
-import { type BridgeEnv, type BridgeProcess, allEvents, bridgeEnv, call, startBridgeProcess, submitTask, waitForTask } from "../helpers/bridge.ts";
-import { poll } from "../helpers/poll.ts";
+import { allEvents, type BridgeEnv, type BridgeProcess, bridgeEnv, call, startBridgeProcess, submitTask, waitForTask } from "../helpers/bridge.ts";
 import { errorCode, type McpSession, startStdio } from "../helpers/mcp-client.ts";
+import { poll } from "../helpers/poll.ts";
 import { cleanup, crash, fakeProvidersIn, groupMembers, mcpView, taskRow, watchProviders } from "./support.ts";
 
 const envs: BridgeEnv[] = [];

@@ -58,9 +58,25 @@ describe.skipIf(!mounted)("a full disk under the state and lock directories", ()
     });
     const enders = [write.task_id];
     for (let i = 0; i < 3; i++) {
-      enders.push((await call<{ task_id: string }>(env.socketPath, "task.submit", { runtime: "fake", workdir: "repo", path: "", profile: "review", prompt: `sleep:2000:r${i}` })).task_id);
+      enders.push(
+        (
+          await call<{ task_id: string }>(env.socketPath, "task.submit", {
+            runtime: "fake",
+            workdir: "repo",
+            path: "",
+            profile: "review",
+            prompt: `sleep:2000:r${i}`,
+          })
+        ).task_id,
+      );
     }
-    const review = await call<{ task_id: string }>(env.socketPath, "task.submit", { runtime: "fake", workdir: "repo", path: "", profile: "review", prompt: "wait:" });
+    const review = await call<{ task_id: string }>(env.socketPath, "task.submit", {
+      runtime: "fake",
+      workdir: "repo",
+      path: "",
+      profile: "review",
+      prompt: "wait:",
+    });
     for (const id of [...enders, review.task_id]) await waitForTask(env.socketPath, id, (x) => x["status"] === "running");
     expect(mcpView(env.lockDir, 1)).toBe("busy");
 

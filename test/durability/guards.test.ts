@@ -8,10 +8,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { activeDir, guardPath, readGuard } from "../../src/shared/leases/guard-files.ts";
 import { newMark, newTaskId } from "../../src/shared/ids.ts";
+import { activeDir, guardPath, readGuard } from "../../src/shared/leases/guard-files.ts";
 import type { TaskRow } from "../../src/shared/store/index.ts";
-import { type BridgeEnv, type BridgeProcess, allEvents, call, codeOf, rpc, startBridgeProcess, submitTask, waitForTask } from "../helpers/bridge.ts";
+import { allEvents, type BridgeEnv, type BridgeProcess, call, codeOf, rpc, startBridgeProcess, submitTask, waitForTask } from "../helpers/bridge.ts";
 import { poll } from "../helpers/poll.ts";
 import { runCli } from "../helpers/process.ts";
 import {

@@ -6,7 +6,17 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { readGuard } from "../../src/shared/leases/guard-files.ts";
-import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, codeOf, type RpcResponse, startBridgeProcess, submitTask, waitForTask } from "../helpers/bridge.ts";
+import {
+  type BridgeEnv,
+  type BridgeProcess,
+  bridgeEnv,
+  call,
+  codeOf,
+  type RpcResponse,
+  startBridgeProcess,
+  submitTask,
+  waitForTask,
+} from "../helpers/bridge.ts";
 import { poll } from "../helpers/poll.ts";
 import { runCli } from "../helpers/process.ts";
 import { writeConfig } from "../helpers/workspace.ts";

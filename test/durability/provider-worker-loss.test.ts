@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
-import { startBridge, type RunningBridge } from "../../src/main/bridge/startup.ts";
+import { type RunningBridge, startBridge } from "../../src/main/bridge/startup.ts";
 import { loadConfig } from "../../src/shared/config/load.ts";
 import { guardPath } from "../../src/shared/leases/guard-files.ts";
 import { checkProcessGroup } from "../../src/shared/process-group.ts";
@@ -38,7 +38,13 @@ describe("docs/task-model.md#threads a provider worker that dies", () => {
     await poll(() => !existsSync(guardPath(env.lockDir, 1)), 20_000, "the guard's removal");
     expect(checkProcessGroup(row.provider_pgid, row.provider_start_time, row.provider_mark)).toBe("gone");
 
-    const next = await call(env.socketPath, "task.submit", { runtime: "fake", workdir: "repo", path: "", profile: "workspace-write", prompt: "complete:after" });
+    const next = await call(env.socketPath, "task.submit", {
+      runtime: "fake",
+      workdir: "repo",
+      path: "",
+      profile: "workspace-write",
+      prompt: "complete:after",
+    });
     const done = await waitForTask(env.socketPath, String(next["task_id"]), isTerminalTask);
     expect(done["status"]).toBe("succeeded");
     expect(done["final_response"]).toBe("after");

@@ -4,11 +4,11 @@
  * is gone, and the operator override (docs/reliability.md#operator-override, `serverfs recovery`) clears it explicitly.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readGuard } from "../../src/shared/leases/guard-files.ts";
 import { newMark, newTaskId } from "../../src/shared/ids.ts";
+import { readGuard } from "../../src/shared/leases/guard-files.ts";
 import { readProcStat, terminateProcessGroup } from "../../src/shared/process-group.ts";
 import { Store } from "../../src/shared/store/index.ts";
-import { type BridgeEnv, type BridgeProcess, allEvents, call, codeOf, rpc, startBridgeProcess, submitTask, waitForTask } from "../helpers/bridge.ts";
+import { allEvents, type BridgeEnv, type BridgeProcess, call, codeOf, rpc, startBridgeProcess, submitTask, waitForTask } from "../helpers/bridge.ts";
 import { poll } from "../helpers/poll.ts";
 import { runCli } from "../helpers/process.ts";
 import { cleanup, crash, groupMembers, mcpView, taskRow, type WriteEnv, writeEnv } from "./support.ts";

@@ -8,21 +8,9 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { readGuard } from "../../src/shared/leases/guard-files.ts";
 import { Store, type TaskRow } from "../../src/shared/store/index.ts";
-import { type BridgeEnv, allEvents, call, startBridgeProcess, submitTask, waitForTask } from "../helpers/bridge.ts";
+import { allEvents, type BridgeEnv, call, startBridgeProcess, submitTask, waitForTask } from "../helpers/bridge.ts";
 import { poll } from "../helpers/poll.ts";
-import {
-  aliasOf,
-  cleanup,
-  fakeProvidersIn,
-  groupMembers,
-  isAlive,
-  mcpView,
-  type Stray,
-  startStray,
-  taskRow,
-  type WriteEnv,
-  writeEnv,
-} from "./support.ts";
+import { aliasOf, cleanup, fakeProvidersIn, groupMembers, isAlive, mcpView, type Stray, startStray, taskRow, type WriteEnv, writeEnv } from "./support.ts";
 
 const setups: WriteEnv[] = [];
 
@@ -71,7 +59,10 @@ describe("SIGTERM", () => {
     // four strays each needed the 5 s SIGTERM grace: in parallel that is one grace, not four
     expect(elapsed).toBeLessThan(15_000);
 
-    for (const row of rows(env.stateDir, tasks.map((t) => t.taskId))) {
+    for (const row of rows(
+      env.stateDir,
+      tasks.map((t) => t.taskId),
+    )) {
       expect(row).toMatchObject({ status: "interrupted", error_code: "BRIDGE_SHUTDOWN" });
     }
     expect(readdirSync(join(env.lockDir, "active"))).toEqual([]);

@@ -31,7 +31,13 @@ describe("startup reconciliation with several SIGTERM-ignoring orphans", () => {
     for (let i = 0; i < ORPHANS; i++) {
       // one write task (guard) and review tasks, created one after the other
       const profile = i === 0 ? "workspace-write" : "review";
-      const { task_id } = await call<{ task_id: string }>(env.socketPath, "task.submit", { runtime: "fake", workdir: "repo", path: "", profile, prompt: "wait:" });
+      const { task_id } = await call<{ task_id: string }>(env.socketPath, "task.submit", {
+        runtime: "fake",
+        workdir: "repo",
+        path: "",
+        profile,
+        prompt: "wait:",
+      });
       ids.push(task_id);
     }
     const strays = [];
@@ -58,7 +64,9 @@ describe("startup reconciliation with several SIGTERM-ignoring orphans", () => {
     for (const id of ids) {
       const t = await call(env.socketPath, "task.get", { task_id: id });
       expect([t["status"], t["error_code"]]).toEqual(["interrupted", "BRIDGE_RESTARTED"]);
-      const events = (await allEvents(env.socketPath, id)).filter((e) => e.event_type.startsWith("runtime.reconcile") || e.event_type.startsWith("task.re") || e.event_type === "task.interrupted");
+      const events = (await allEvents(env.socketPath, id)).filter(
+        (e) => e.event_type.startsWith("runtime.reconcile") || e.event_type.startsWith("task.re") || e.event_type === "task.interrupted",
+      );
       expect(events.map((e) => e.event_type)).toEqual(["runtime.reconcile_started", "runtime.reconcile_finished", "task.reconciled", "task.interrupted"]);
       expect(events[1]!.payload).toMatchObject({ provider_active: false });
       interruptedAt.push(events[3]!.event_id);

@@ -8,11 +8,11 @@ import { Database } from "bun:sqlite";
 import { afterAll, describe, expect, test } from "bun:test";
 import { appendFileSync } from "node:fs";
 import { join } from "node:path";
-import { FAKE_RUN_LOG_VARIABLE } from "../../src/workers/fake-provider.ts";
 import { generationEnv, killGenerations } from "../../scripts/stress/lib/generations.ts";
 import { Violations } from "../../scripts/stress/lib/ground.ts";
 import { checkInvariants, type StateView } from "../../scripts/stress/lib/invariants.ts";
 import { Ledger } from "../../scripts/stress/lib/ledger.ts";
+import { FAKE_RUN_LOG_VARIABLE } from "../../src/workers/fake-provider.ts";
 import { allEvents, type BridgeProcess, call, isTerminalTask, startBridgeProcess, waitForTask } from "../helpers/bridge.ts";
 import { BUN, REPO_ROOT } from "../helpers/workspace.ts";
 import { cleanup, crash, taskRow, writeEnv, writeGuard } from "./support.ts";
@@ -73,12 +73,24 @@ describe("the shared checker sees what it names", () => {
     };
     const first = await start(0);
     const ledger = new Ledger();
-    const done = await call<{ task_id: string }>(env.socketPath, "task.submit", { runtime: "fake", workdir: "repo", path: "", profile: "review", prompt: "events:5" });
+    const done = await call<{ task_id: string }>(env.socketPath, "task.submit", {
+      runtime: "fake",
+      workdir: "repo",
+      path: "",
+      profile: "review",
+      prompt: "events:5",
+    });
     ledger.submitted({ taskId: done.task_id, prompt: "events:5", profile: "review", slot: 1, expectFinal: "events=5", events: 5 });
     ledger.sawTask(await waitForTask(env.socketPath, done.task_id, isTerminalTask));
     ledger.sawEvents(done.task_id, await allEvents(env.socketPath, done.task_id));
     // the crash leaves this provider's grandchild behind; the restart terminates it, so the clean check sees no orphan
-    const orphan = await call<{ task_id: string }>(env.socketPath, "task.submit", { runtime: "fake", workdir: "repo", path: "", profile: "review", prompt: "spawn:120" });
+    const orphan = await call<{ task_id: string }>(env.socketPath, "task.submit", {
+      runtime: "fake",
+      workdir: "repo",
+      path: "",
+      profile: "review",
+      prompt: "spawn:120",
+    });
     await waitForTask(env.socketPath, orphan.task_id, (t) => t["status"] === "running");
     await crash(first);
     await start(1);

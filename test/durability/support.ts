@@ -163,7 +163,6 @@ export function startStray(mark: string = newMark()): Stray {
   return stray;
 }
 
-
 /** Kills a Bridge with SIGKILL: no finally path, no shutdown — a crash. */
 export async function crash(bridge: BridgeProcess): Promise<void> {
   bridge.proc.kill("SIGKILL");

@@ -14,22 +14,9 @@ import { tmpdir } from "node:os";
 import { canonicalJson } from "../../src/shared/canonical-json.ts";
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, startBridgeProcess } from "../helpers/bridge.ts";
 import { errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
-import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
-import {
-  allEvents,
-  code,
-  deepKeys,
-  eventually,
-  hasStatus,
-  isTerminal,
-  type Json,
-  ok,
-  recording,
-  startHttp,
-  submit,
-  waitForTask,
-} from "./support.ts";
 import { AGENT_TOOLS } from "../helpers/tool-names.ts";
+import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
+import { allEvents, code, deepKeys, eventually, hasStatus, isTerminal, type Json, ok, recording, startHttp, submit, waitForTask } from "./support.ts";
 
 /** Every canary carries this marker; it must never reach a log. Correlation ids and keys are logged, so they never carry it. */
 const MARKER = `cnry${randomBytes(6).toString("hex")}`;
@@ -310,9 +297,7 @@ describe("respond_agent_approval", () => {
       (t) => t["status"] === "waiting_for_approval" && (t["pending_request"] as Json)["request_id"] !== first["request_id"],
     );
     const secondId = (second["pending_request"] as Json)["request_id"];
-    expect(await code(mcp, "respond_agent_approval", { task_id: taskId, request_id: first["request_id"], decision: "deny" })).toBe(
-      "REQUEST_ALREADY_RESOLVED",
-    );
+    expect(await code(mcp, "respond_agent_approval", { task_id: taskId, request_id: first["request_id"], decision: "deny" })).toBe("REQUEST_ALREADY_RESOLVED");
     await ok(mcp, "respond_agent_approval", { task_id: taskId, request_id: secondId, decision: "approve_session" });
     expect(await waitForTask(mcp, taskId, isTerminal)).toMatchObject({ final_response: "approvals=approve_once,approve_session" });
   });
@@ -321,17 +306,13 @@ describe("respond_agent_approval", () => {
     const { taskId, request } = await pendingApproval();
     expect(await code(mcp, "respond_agent_approval", { task_id: taskId, request_id: NO_SUCH_REQUEST, decision: "deny" })).toBe("REQUEST_NOT_FOUND");
     expect((await ok(mcp, "cancel_agent_task", { task_id: taskId }))["status"]).toBe("cancelled");
-    expect(await code(mcp, "respond_agent_approval", { task_id: taskId, request_id: request["request_id"], decision: "approve_once" })).toBe(
-      "REQUEST_STALE",
-    );
+    expect(await code(mcp, "respond_agent_approval", { task_id: taskId, request_id: request["request_id"], decision: "approve_once" })).toBe("REQUEST_STALE");
     const task = await ok(mcp, "get_agent_task", { task_id: taskId });
     expect(task).toMatchObject({ status: "cancelled", pending_request_id: null });
   });
 
   test("a decision outside the enum is INVALID_ARGUMENT before any RPC", async () => {
-    expect(await code(mcp, "respond_agent_approval", { task_id: NO_SUCH_TASK, request_id: NO_SUCH_REQUEST, decision: "yes" })).toBe(
-      "INVALID_ARGUMENT",
-    );
+    expect(await code(mcp, "respond_agent_approval", { task_id: NO_SUCH_TASK, request_id: NO_SUCH_REQUEST, decision: "yes" })).toBe("INVALID_ARGUMENT");
   });
 });
 
@@ -363,7 +344,13 @@ describe("answer_agent_question", () => {
 
   const INVALID: [string, Json[]][] = [
     ["an unknown question_id", [{ question_id: "q9", selected_option_ids: ["a"] }]],
-    ["a question answered twice", [{ question_id: "q1", selected_option_ids: ["a"] }, { question_id: "q1", selected_option_ids: ["b"] }]],
+    [
+      "a question answered twice",
+      [
+        { question_id: "q1", selected_option_ids: ["a"] },
+        { question_id: "q1", selected_option_ids: ["b"] },
+      ],
+    ],
     ["an unknown option id", [{ question_id: "q1", selected_option_ids: ["z"] }]],
     ["an option selected twice", [{ question_id: "q1", selected_option_ids: ["a", "a"] }]],
     ["two options for a single-select question", [{ question_id: "q1", selected_option_ids: ["a", "b"] }]],
@@ -389,18 +376,16 @@ describe("answer_agent_question", () => {
   });
 
   test("respond_agent_approval on a question is INVALID_APPROVAL_DECISION", async () => {
-    expect(await code(mcp, "respond_agent_approval", { task_id: taskId, request_id: requestId, decision: "approve_once" })).toBe(
-      "INVALID_APPROVAL_DECISION",
-    );
+    expect(await code(mcp, "respond_agent_approval", { task_id: taskId, request_id: requestId, decision: "approve_once" })).toBe("INVALID_APPROVAL_DECISION");
   });
 
   test("answer_agent_question on an approval is INVALID_QUESTION_ANSWER", async () => {
     const approvalTask = await review({ prompt: "approval:ls" });
     const t = await waitForTask(mcp, approvalTask, hasStatus("waiting_for_approval"));
     const approvalRequest = (t["pending_request"] as Json)["request_id"];
-    expect(
-      await code(mcp, "answer_agent_question", { task_id: approvalTask, request_id: approvalRequest, answers: [{ question_id: "q1", text: "x" }] }),
-    ).toBe("INVALID_QUESTION_ANSWER");
+    expect(await code(mcp, "answer_agent_question", { task_id: approvalTask, request_id: approvalRequest, answers: [{ question_id: "q1", text: "x" }] })).toBe(
+      "INVALID_QUESTION_ANSWER",
+    );
     await ok(mcp, "cancel_agent_task", { task_id: approvalTask });
   });
 
@@ -455,9 +440,9 @@ describe("continuation", () => {
   });
 
   test("continuing an unknown task, an active task, or escalating review to workspace-write is refused", async () => {
-    expect(await code(mcp, "submit_agent_task", { runtime: "fake", workdir: "repo", prompt: "x", profile: "review", continue_from_task_id: NO_SUCH_TASK })).toBe(
-      "AGENT_TASK_NOT_FOUND",
-    );
+    expect(
+      await code(mcp, "submit_agent_task", { runtime: "fake", workdir: "repo", prompt: "x", profile: "review", continue_from_task_id: NO_SUCH_TASK }),
+    ).toBe("AGENT_TASK_NOT_FOUND");
     const active = await review({ prompt: "wait:" });
     await waitForTask(mcp, active, hasStatus("running"));
     expect(await code(mcp, "submit_agent_task", { runtime: "fake", workdir: "repo", prompt: "x", profile: "review", continue_from_task_id: active })).toBe(
@@ -487,7 +472,8 @@ describe("idempotency", () => {
 });
 
 describe("correlation_id and idempotency_key", () => {
-  const submitWith = (extraArgs: Json) => mcp.call("submit_agent_task", { runtime: "fake", workdir: "repo", prompt: "complete:c", profile: "review", ...extraArgs });
+  const submitWith = (extraArgs: Json) =>
+    mcp.call("submit_agent_task", { runtime: "fake", workdir: "repo", prompt: "complete:c", profile: "review", ...extraArgs });
 
   test("a 257-byte correlation_id, a 258-byte one in two-byte characters, or a control character is INVALID_ARGUMENT", async () => {
     expect(errorCode(await submitWith({ correlation_id: "c".repeat(257) }))).toBe("INVALID_ARGUMENT");
@@ -605,9 +591,7 @@ describe("unknown tasks", () => {
 
 describe("files written by the provider and by the client", () => {
   test("a workspace-write task (the default profile) writes a file the client then reads", async () => {
-    expect(structured(await mcp.call("create_text_file", { workdir: "repo", path: "notes/client.txt", content: CANARY.clientFile }))["created"]).toBe(
-      true,
-    );
+    expect(structured(await mcp.call("create_text_file", { workdir: "repo", path: "notes/client.txt", content: CANARY.clientFile }))["created"]).toBe(true);
     const taskId = await submit(mcp, { prompt: `write:notes/provider.txt:${CANARY.providerFile}`, correlation_id: "corr-write" });
     const task = await waitForTask(mcp, taskId, isTerminal);
     expect(task).toMatchObject({ status: "succeeded", profile: "workspace-write", final_response: "wrote=notes/provider.txt" });
@@ -725,7 +709,14 @@ describe("an RPC the Bridge does not answer in time", () => {
       writeConfig(
         env.dir.path,
         {
-          bridge: { enabled: true, enable_fake_runtime: true, socket_path: env.socketPath, state_dir: env.stateDir, lock_dir: env.lockDir, rpc_timeout_seconds: 1 },
+          bridge: {
+            enabled: true,
+            enable_fake_runtime: true,
+            socket_path: env.socketPath,
+            state_dir: env.stateDir,
+            lock_dir: env.lockDir,
+            rpc_timeout_seconds: 1,
+          },
           workdirs: [{ slot: 1, alias: "repo", path: env.workspace, read_only: false, agent_mode: "workspace-write", agent_runtimes: ["fake"] }],
         },
         "impatient.toml",
@@ -795,9 +786,7 @@ describe("MCP-side pre-checks, and the Bridge down", () => {
   }
 
   test("schema validation comes before everything: a 257-byte correlation_id with an unknown alias is INVALID_ARGUMENT", async () => {
-    expect(await code(mcp, "submit_agent_task", { runtime: "fake", workdir: "nope", prompt: "x", correlation_id: "c".repeat(257) })).toBe(
-      "INVALID_ARGUMENT",
-    );
+    expect(await code(mcp, "submit_agent_task", { runtime: "fake", workdir: "nope", prompt: "x", correlation_id: "c".repeat(257) })).toBe("INVALID_ARGUMENT");
     expect(await code(mcp, "submit_agent_task", { runtime: "gpt", workdir: "repo", prompt: "x" })).toBe("INVALID_ARGUMENT");
     expect(await code(mcp, "read_agent_task_events", { task_id: NO_SUCH_TASK, wait_ms: 25_001 })).toBe("INVALID_ARGUMENT");
     expect(await code(mcp, "read_agent_task_result", { task_id: NO_SUCH_TASK, max_bytes: 0 })).toBe("INVALID_ARGUMENT");

@@ -96,7 +96,9 @@ describe("elicitation over stdio", () => {
     };
     const done = await waitForTask(a.session, id, isTerminal);
     expect(done["final_response"]).toBe("approval=deny");
-    await eventually(() => ["decline", "cancel"].every((act) => answers(a.session).some((r) => r["task_id"] === id && r["action"] === act && r["outcome"] === "pending")));
+    await eventually(() =>
+      ["decline", "cancel"].every((act) => answers(a.session).some((r) => r["task_id"] === id && r["action"] === act && r["outcome"] === "pending")),
+    );
   });
 
   test("lost race: answered in another session while the form is open; no error, the call answers the state", async () => {

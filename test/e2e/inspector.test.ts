@@ -8,9 +8,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, startBridgeProcess } from "../helpers/bridge.ts";
+import { AGENT_TOOLS, FILESYSTEM_TOOLS } from "../helpers/tool-names.ts";
 import { REPO_ROOT, SERVERFS, type TempDir, tempDir } from "../helpers/workspace.ts";
 import type { Json } from "./support.ts";
-import { AGENT_TOOLS, FILESYSTEM_TOOLS } from "../helpers/tool-names.ts";
 
 const PACKAGE = "@modelcontextprotocol/inspector";
 const TOOL_ERROR_EXIT = 5;

@@ -5,14 +5,14 @@
  * Bridge reconciles them from evidence.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, startBridgeProcess } from "../helpers/bridge.ts";
 import { errorCode, type McpSession, parseAudit, startStdio } from "../helpers/mcp-client.ts";
+import { poll } from "../helpers/poll.ts";
 import { type TempDir, tempDir } from "../helpers/workspace.ts";
 import { allEvents, code, eventually, hasStatus, isTerminal, type Json, ok, submit, waitForTask } from "./support.ts";
-import { poll } from "../helpers/poll.ts";
 
 let env: BridgeEnv;
 let extra: TempDir;
@@ -92,7 +92,12 @@ describe("the lease held by a workspace-write task", () => {
     expect(await code(mcp, "create_directory", { workdir: "repo", path: "busy-dir" })).toBe("WORKDIR_BUSY");
     const readme = await ok<{ revision: string }>(mcp, "read_text_file", { workdir: "repo", path: "README.md" });
     expect(
-      await code(mcp, "edit_text_file", { workdir: "repo", path: "README.md", expected_revision: readme.revision, edits: [{ old_text: "demo", new_text: "x" }] }),
+      await code(mcp, "edit_text_file", {
+        workdir: "repo",
+        path: "README.md",
+        expected_revision: readme.revision,
+        edits: [{ old_text: "demo", new_text: "x" }],
+      }),
     ).toBe("WORKDIR_BUSY");
     expect(errorCode(await create("other", "free.txt"))).toBeNull();
     expect(existsSync(join(env.workspace, "busy.txt"))).toBe(false);

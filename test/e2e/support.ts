@@ -6,10 +6,10 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult, ClientCapabilities } from "@modelcontextprotocol/sdk/types.js";
-import { errorCode, type McpSession, parseAudit, structured } from "../helpers/mcp-client.ts";
-import { spawnCli } from "../helpers/process.ts";
 import { TERMINAL } from "../helpers/bridge.ts";
+import { errorCode, type McpSession, parseAudit, structured } from "../helpers/mcp-client.ts";
 import { poll } from "../helpers/poll.ts";
+import { spawnCli } from "../helpers/process.ts";
 
 export type Json = Record<string, unknown>;
 

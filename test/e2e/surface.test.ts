@@ -8,9 +8,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { type McpSession, startStdio } from "../helpers/mcp-client.ts";
 import type { Table } from "../helpers/toml.ts";
-import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 import { AGENT_TOOLS, BINARY_TOOLS, FILESYSTEM_TOOLS } from "../helpers/tool-names.ts";
-
+import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
 /** docs/mcp-tools.md#annotations, row by row: readOnly, destructive, idempotent, openWorld. */
 const HINTS: Record<string, [boolean, boolean, boolean, boolean]> = {
@@ -267,7 +266,8 @@ describe("instructions", () => {
   test("with Agent tools registered, all seven points are present", () => {
     const text = agent.client.getInstructions() ?? "";
     for (const [point, patterns] of POINTS) for (const p of patterns) expect({ point, found: p.test(text) }).toEqual({ point, found: true });
-    for (const p of AGENT_POINT) expect({ point: "7: Agent tasks are asynchronous", found: p.test(text) }).toEqual({ point: "7: Agent tasks are asynchronous", found: true });
+    for (const p of AGENT_POINT)
+      expect({ point: "7: Agent tasks are asynchronous", found: p.test(text) }).toEqual({ point: "7: Agent tasks are asynchronous", found: true });
   });
 
   test("without Agent tools, points 1–6 and not point 7", () => {

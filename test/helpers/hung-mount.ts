@@ -61,7 +61,10 @@ export async function hangMount(target: string): Promise<HungMount> {
   };
 }
 
-const mounted = (target: string): boolean => readFileSync("/proc/mounts", "utf8").split("\n").some((l) => l.split(" ")[1] === target);
+const mounted = (target: string): boolean =>
+  readFileSync("/proc/mounts", "utf8")
+    .split("\n")
+    .some((l) => l.split(" ")[1] === target);
 
 /** Whether this machine lets a test mount a hung filesystem (root and /dev/fuse): tried once, for real. */
 export function hungMountAvailable(): boolean {

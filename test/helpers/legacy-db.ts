@@ -75,8 +75,7 @@ export interface LegacyRows {
 }
 
 /** A timestamp in a v0.6 form the fixed v0.7 form is not (no milliseconds), `hoursAgo` before now. */
-export const legacyTimestamp = (hoursAgo: number): string =>
-  new Date(Date.now() - hoursAgo * 3_600_000).toISOString().replace(/\.\d{3}Z$/, "Z");
+export const legacyTimestamp = (hoursAgo: number): string => new Date(Date.now() - hoursAgo * 3_600_000).toISOString().replace(/\.\d{3}Z$/, "Z");
 
 /** Creates `state_dir` (0700) with a v0.6 `state.sqlite3` holding `rows`; returns the database path. */
 export function createLegacyDb(stateDir: string, rows: LegacyRows): string {

@@ -5,8 +5,8 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { CallToolResult, ClientCapabilities } from "@modelcontextprotocol/sdk/types.js";
-import { REPO_ROOT, SERVERFS } from "./workspace.ts";
 import { poll } from "./poll.ts";
+import { REPO_ROOT, SERVERFS } from "./workspace.ts";
 
 export interface McpSession {
   client: Client;

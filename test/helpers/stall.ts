@@ -39,5 +39,4 @@ export async function measureStall(session: McpSession, heavy: () => Promise<Cal
 }
 
 /** A stall a human can read in a failure message. */
-export const describeStall = (s: Stall) =>
-  `heavy call ${s.heavyMs.toFixed(0)} ms, ${s.probesMs.length} probes, slowest ${s.maxMs.toFixed(0)} ms`;
+export const describeStall = (s: Stall) => `heavy call ${s.heavyMs.toFixed(0)} ms, ${s.probesMs.length} probes, slowest ${s.maxMs.toFixed(0)} ms`;

@@ -63,7 +63,10 @@ describe.skipIf(!CLAUDE_PRESENT)("Claude Code forwards ServerFS's elicitation to
       { tool: `${PREFIX}submit_agent_task`, input: { runtime: "fake", workdir: "repo", profile: "review", prompt: "approval:echo from-claude" } },
       // a model polling until the task has left its start: the call that sees the approval asks it
       {
-        poll: (request) => (polls++ > 0 && !/"status":"(queued|starting|running)"/.test(toolResults(request).at(-1) ?? "") ? null : { tool: `${PREFIX}get_agent_task`, input: { task_id: submittedTaskId(request) } }),
+        poll: (request) =>
+          polls++ > 0 && !/"status":"(queued|starting|running)"/.test(toolResults(request).at(-1) ?? "")
+            ? null
+            : { tool: `${PREFIX}get_agent_task`, input: { task_id: submittedTaskId(request) } },
       },
       { say: "done" },
     ]);
@@ -77,10 +80,13 @@ describe.skipIf(!CLAUDE_PRESENT)("Claude Code forwards ServerFS's elicitation to
     const connected = await runCli(["connect", "claude-code", "--write", "--config", env.configPath], { env: hostEnv });
     expect(connected.code).toBe(0);
 
-    const proc = Bun.spawn(
-      [CLAUDE_BIN, "-p", "--verbose", "--input-format", "stream-json", "--output-format", "stream-json", "--allowedTools", ALLOW],
-      { cwd: env.workspace, env: { ...process.env, ...hostEnv }, stdin: "pipe", stdout: "pipe", stderr: "pipe" },
-    );
+    const proc = Bun.spawn([CLAUDE_BIN, "-p", "--verbose", "--input-format", "stream-json", "--output-format", "stream-json", "--allowedTools", ALLOW], {
+      cwd: env.workspace,
+      env: { ...process.env, ...hostEnv },
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     const timer = setTimeout(() => proc.kill("SIGKILL"), RUN_MS);
     const send = (message: Json) => {
       proc.stdin.write(`${JSON.stringify(message)}\n`);

@@ -10,14 +10,14 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { SERVER_NAME } from "../../src/main/operator/host-setup.ts";
 import { CLAUDE_BIN, CLAUDE_PRESENT, claudeHome, claudeOfflineEnv, cliMissing } from "../fixtures/agent-stack.ts";
 import { type MockAnthropic, type MockRequest, type ScriptEntry, startMockAnthropic } from "../fixtures/mock-anthropic.ts";
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, startBridgeProcess } from "../helpers/bridge.ts";
 import { startStdio } from "../helpers/mcp-client.ts";
 import { runCli } from "../helpers/process.ts";
 import { REPO_ROOT } from "../helpers/workspace.ts";
-import { SERVER_NAME } from "../../src/main/operator/host-setup.ts";
-import { FINAL_WORDS, FILESYSTEM_TOOLS, SCENARIO, type SeenResult } from "./scenario.ts";
+import { FILESYSTEM_TOOLS, FINAL_WORDS, SCENARIO, type SeenResult } from "./scenario.ts";
 import { expectScenarioResults, PERSISTED } from "./scenario-checks.ts";
 
 if (!CLAUDE_PRESENT) cliMissing("Claude Code", CLAUDE_BIN, "npm install --no-save @anthropic-ai/claude-code@2.1.332");

@@ -16,7 +16,7 @@ import { type MockOpenAI, type MockRequest, type ScriptEntry, startMockOpenAI } 
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, startBridgeProcess } from "../helpers/bridge.ts";
 import { CODE_PATTERN, startStdio } from "../helpers/mcp-client.ts";
 import { runCli } from "../helpers/process.ts";
-import { FINAL_WORDS, FILESYSTEM_TOOLS, SCENARIO, type SeenResult } from "./scenario.ts";
+import { FILESYSTEM_TOOLS, FINAL_WORDS, SCENARIO, type SeenResult } from "./scenario.ts";
 import { expectScenarioResults } from "./scenario-checks.ts";
 
 if (!CODEX_PRESENT) cliMissing("Codex", CODEX_BIN, `npm install --no-save @openai/codex@${CODEX_VERSION}`);
@@ -172,30 +172,34 @@ describe.skipIf(!CODEX_PRESENT)("Codex (codex exec) as the MCP host", () => {
 });
 
 describe.skipIf(!CODEX_PRESENT)("Codex without --auto-approve", () => {
-  test("codex exec cannot run a tool marked destructive: submit_agent_task never reaches the server", async () => {
-    const env = bridgeEnv();
-    const bridge = await startBridgeProcess(env);
-    const mock = startMockOpenAI([
-      { toolSearch: "serverfs agent task", limit: 50 },
-      { call: "submit_agent_task", namespace: NAMESPACE, args: { runtime: "fake", workdir: "repo", profile: "review", prompt: "repeat:1:x" } },
-      { say: FINAL_WORDS },
-    ]);
-    const home = codexHome(mock);
-    try {
-      const connected = await runCli(["connect", "codex", "--write", "--config", env.configPath], { env: { CODEX_HOME: home } });
-      expect(connected.code).toBe(0);
-      expect(readFileSync(join(home, "config.toml"), "utf8")).toMatch(/^# default_tools_approval_mode = "approve"$/m);
-      expect(await codexExec(home, env.workspace)).toBe(FINAL_WORDS);
-      const [seen] = toolResults(mock.requests.at(-1)!);
-      // Codex refuses the call itself; the model is told so in Codex's words, not the server's
-      expect(seen?.text).toBe("MCP tool call requires approval, but approval policy is never");
-      const listed = await call<{ tasks: unknown[] }>(env.socketPath, "task.list", {});
-      expect(listed.tasks).toEqual([]);
-    } finally {
-      await bridge.stop();
-      mock.stop();
-      env.dir.remove();
-      rmSync(home, { recursive: true, force: true });
-    }
-  }, RUN_MS + 30_000);
+  test(
+    "codex exec cannot run a tool marked destructive: submit_agent_task never reaches the server",
+    async () => {
+      const env = bridgeEnv();
+      const bridge = await startBridgeProcess(env);
+      const mock = startMockOpenAI([
+        { toolSearch: "serverfs agent task", limit: 50 },
+        { call: "submit_agent_task", namespace: NAMESPACE, args: { runtime: "fake", workdir: "repo", profile: "review", prompt: "repeat:1:x" } },
+        { say: FINAL_WORDS },
+      ]);
+      const home = codexHome(mock);
+      try {
+        const connected = await runCli(["connect", "codex", "--write", "--config", env.configPath], { env: { CODEX_HOME: home } });
+        expect(connected.code).toBe(0);
+        expect(readFileSync(join(home, "config.toml"), "utf8")).toMatch(/^# default_tools_approval_mode = "approve"$/m);
+        expect(await codexExec(home, env.workspace)).toBe(FINAL_WORDS);
+        const [seen] = toolResults(mock.requests.at(-1)!);
+        // Codex refuses the call itself; the model is told so in Codex's words, not the server's
+        expect(seen?.text).toBe("MCP tool call requires approval, but approval policy is never");
+        const listed = await call<{ tasks: unknown[] }>(env.socketPath, "task.list", {});
+        expect(listed.tasks).toEqual([]);
+      } finally {
+        await bridge.stop();
+        mock.stop();
+        env.dir.remove();
+        rmSync(home, { recursive: true, force: true });
+      }
+    },
+    RUN_MS + 30_000,
+  );
 });

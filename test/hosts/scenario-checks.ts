@@ -42,9 +42,9 @@ export function expectScenarioResults(seen: Map<string, SeenResult>, workspace: 
   // of the JSON, where every small field (before final_response) is still visible
   const task = seen.get("get_agent_task")!;
   if (task.text.startsWith(PERSISTED)) {
-    for (const field of ['"status":"succeeded"', '"final_response_truncated":true', '"storage":"spool"', '"retrievable":true']) expect(task.text).toContain(field);
-  }
-  else expect(json("get_agent_task")).toMatchObject({ status: "succeeded", result: { storage: "spool" } });
+    for (const field of ['"status":"succeeded"', '"final_response_truncated":true', '"storage":"spool"', '"retrievable":true'])
+      expect(task.text).toContain(field);
+  } else expect(json("get_agent_task")).toMatchObject({ status: "succeeded", result: { storage: "spool" } });
   const chunk = json("read_agent_task_result");
   const whole = SPOOLED_UNIT.repeat(SPOOLED_UNITS);
   expect(chunk).toMatchObject({ offset_bytes: 0, next_offset_bytes: RESULT_CHUNK, eof: false });

@@ -37,10 +37,7 @@ const json = (seen: Map<string, SeenResult>, label: string): Record<string, unkn
   return JSON.parse(r.text) as Record<string, unknown>;
 };
 
-const fixed =
-  (args: Record<string, unknown>) =>
-  (): Record<string, unknown> =>
-    args;
+const fixed = (args: Record<string, unknown>) => (): Record<string, unknown> => args;
 
 const TERMINAL = new Set(["succeeded", "failed", "cancelled", "interrupted"]);
 

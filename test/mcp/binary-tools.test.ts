@@ -12,8 +12,7 @@ let bin: string;
 const STALE = "v1:0000000000000000";
 const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 
-const revision = async (path: string, workdir = "bin") =>
-  structured<{ revision: string }>(await mcp.call("stat_file", { workdir, path })).revision;
+const revision = async (path: string, workdir = "bin") => structured<{ revision: string }>(await mcp.call("stat_file", { workdir, path })).revision;
 const download = (path: string, workdir = "bin") => mcp.call("download_binary_file", { workdir, path });
 const upload = (path: string, data_base64: string, extra: Record<string, unknown> = {}, workdir = "bin") =>
   mcp.call("upload_binary_file", { workdir, path, data_base64, ...extra });

@@ -8,10 +8,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { closeSync, openSync, readdirSync, truncateSync, writeSync } from "node:fs";
 import { errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
+import { holdsWithin } from "../helpers/poll.ts";
 import { startRaw } from "../helpers/raw-stdio.ts";
 import { describeStall, measureStall } from "../helpers/stall.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
-import { holdsWithin } from "../helpers/poll.ts";
 
 const HUGE_ENTRIES = 150_000;
 const STALL_MS = 200;
@@ -154,7 +154,11 @@ describe("stdin EOF ends the process within a second while a heavy call runs", (
 
 describe("a stopped job ends its work and closes its handles", () => {
   test("after SEARCH_TIMEOUT mid-scan the worker lets go of every descriptor and serves the next search", async () => {
-    const quick = writeConfig(dir.path, { limits: { search_timeout_seconds: 1 }, workdirs: [{ slot: 1, alias: "big", path: `${dir.path}/big` }] }, "quick.toml");
+    const quick = writeConfig(
+      dir.path,
+      { limits: { search_timeout_seconds: 1 }, workdirs: [{ slot: 1, alias: "big", path: `${dir.path}/big` }] },
+      "quick.toml",
+    );
     const s = await startStdio(quick);
     const fds = () => readdirSync(`/proc/${s.pid!}/fd`).length;
     try {

@@ -6,10 +6,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect, type Socket } from "node:net";
 import { parseAudit } from "../helpers/mcp-client.ts";
+import { poll } from "../helpers/poll.ts";
 import { runCli, spawnCli } from "../helpers/process.ts";
 import type { Table } from "../helpers/toml.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
-import { poll } from "../helpers/poll.ts";
 
 let dir: TempDir;
 let workdirs: Table[];
@@ -189,7 +189,10 @@ describe("HTTP off loopback is never open by accident", () => {
     const server = await spawnHttpServer(writeConfig(dir.path, { workdirs }, "host.toml"));
     try {
       const body = JSON.stringify(INIT);
-      const answer = await rawRequest(server.port, `POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+      const answer = await rawRequest(
+        server.port,
+        `POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+      );
       expect(answer).toStartWith("HTTP/1.1 421 ");
       expect(answer).toEndWith("\r\n\r\nmisdirected request\n");
       const foreign = await rawRequest(server.port, "POST /mcp HTTP/1.1\r\nHost: evil.example\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");

@@ -13,9 +13,9 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startHttp } from "../e2e/support.ts";
 import { errorCode, type McpSession, parseAudit, startStdio, structured } from "../helpers/mcp-client.ts";
+import { holdsWithin } from "../helpers/poll.ts";
 import { type RawServer, startRaw } from "../helpers/raw-stdio.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
-import { holdsWithin } from "../helpers/poll.ts";
 
 let dir: TempDir;
 let bin: string;
@@ -68,7 +68,9 @@ describe("binary transfers over stdio", () => {
 
   test("7 MiB fits: it uploads and downloads byte-exact on the same session", async () => {
     const seven = big.subarray(0, SEVEN_MIB);
-    const up = structured<{ sha256: string }>(await stdio.call("upload_binary_file", { workdir: "bin", path: "seven-up.bin", data_base64: seven.toString("base64") }));
+    const up = structured<{ sha256: string }>(
+      await stdio.call("upload_binary_file", { workdir: "bin", path: "seven-up.bin", data_base64: seven.toString("base64") }),
+    );
     expect(up.sha256).toBe(createHash("sha256").update(seven).digest("hex"));
     expect(readFileSync(join(bin, "seven-up.bin")).equals(seven)).toBe(true);
     const down = await stdio.call("download_binary_file", { workdir: "bin", path: "seven.bin" });
@@ -147,7 +149,9 @@ describe("a stdio message larger than the server reads", () => {
   test("any other request is answered JSON-RPC -32600 naming the bound, and the session goes on", async () => {
     const raw = await startRaw(config);
     try {
-      raw.write(line({ id: 1, method: "tools/call" }, { name: "create_text_file", arguments: { workdir: "bin", path: "t.txt", content: "A".repeat(OVER) } }, "first"));
+      raw.write(
+        line({ id: 1, method: "tools/call" }, { name: "create_text_file", arguments: { workdir: "bin", path: "t.txt", content: "A".repeat(OVER) } }, "first"),
+      );
       const r = (await answerOrExit(raw, 1)) as { error: { code: number; message: string } };
       expect(r.error.code).toBe(-32600);
       expect(r.error.message).toMatch(new RegExp(`^${SIZE.source}$`));

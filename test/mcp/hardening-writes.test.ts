@@ -11,8 +11,8 @@ import { chmodSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { holdFlock, releaseAllFlocks } from "../helpers/flock-holder.ts";
 import { errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
-import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 import { poll } from "../helpers/poll.ts";
+import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
 let dir: TempDir;
 let rw: string;
@@ -139,7 +139,12 @@ describe("content is never readable by others in flight", () => {
     chmodSync(target, 0o600);
     const rev = await revision(a, "private.txt");
     const holder = await holdFlock(rw);
-    const pending = patient.call("edit_text_file", { workdir: "rw", path: "private.txt", expected_revision: rev, edits: [{ old_text: "one", new_text: "two" }] });
+    const pending = patient.call("edit_text_file", {
+      workdir: "rw",
+      path: "private.txt",
+      expected_revision: rev,
+      edits: [{ old_text: "one", new_text: "two" }],
+    });
     const temp = await waitForCompleteTemp("", "secret two\n".length);
     expect(statSync(temp).mode & 0o777).toBe(0o600);
     expect(statSync(temp).uid).toBe(statSync(target).uid);
@@ -155,7 +160,13 @@ describe("content is never readable by others in flight", () => {
     const rev = await revision(a, "group.bin");
     const payload = Buffer.alloc(4096, 7);
     let holder = await holdFlock(rw);
-    const upload = patient.call("upload_binary_file", { workdir: "rw", path: "group.bin", data_base64: payload.toString("base64"), overwrite: true, expected_revision: rev });
+    const upload = patient.call("upload_binary_file", {
+      workdir: "rw",
+      path: "group.bin",
+      data_base64: payload.toString("base64"),
+      overwrite: true,
+      expected_revision: rev,
+    });
     expect(statSync(await waitForCompleteTemp("", payload.length)).mode & 0o777).toBe(0o600);
     await holder.release();
     structured(await upload);
@@ -188,7 +199,11 @@ describe("temp files of a killed writer never accumulate", () => {
   test("after kill -9 mid-upload the directory lists as empty and delete_directory removes it", async () => {
     dir.dir("rw/crash");
     const payload = Buffer.alloc(64 * 1024, 1).toString("base64");
-    const temp = await killWriterMidMutation((s) => s.call("upload_binary_file", { workdir: "rw", path: "crash/big.bin", data_base64: payload }), "crash", 64 * 1024);
+    const temp = await killWriterMidMutation(
+      (s) => s.call("upload_binary_file", { workdir: "rw", path: "crash/big.bin", data_base64: payload }),
+      "crash",
+      64 * 1024,
+    );
     expect(readdirSync(join(rw, "crash"))).toEqual([temp.split("/").pop()!]);
     expect(structured<{ entries: unknown[] }>(await a.call("list_directory", { workdir: "rw", path: "crash" })).entries).toEqual([]);
     structured(await a.call("delete_directory", { workdir: "rw", path: "crash", expected_revision: await revision(a, "crash") }));

@@ -9,12 +9,12 @@
  * (not root, or no /dev/fuse).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
 import { type HungMount, hangMount, hungMountAvailable } from "../helpers/hung-mount.ts";
+import { errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
+import { holdsWithin } from "../helpers/poll.ts";
 import { openFds, workerThreads } from "../helpers/proc-counts.ts";
 import { startRaw } from "../helpers/raw-stdio.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
-import { holdsWithin } from "../helpers/poll.ts";
 
 const available = hungMountAvailable();
 

@@ -8,9 +8,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { closeSync, constants, openSync, readFileSync } from "node:fs";
 import { parseAudit, startStdio, structured } from "../helpers/mcp-client.ts";
+import { holdsWithin } from "../helpers/poll.ts";
 import { INIT } from "../helpers/raw-stdio.ts";
 import { BUN, CLI, REPO_ROOT, type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
-import { holdsWithin } from "../helpers/poll.ts";
 
 const MiB = 2 ** 20;
 

@@ -79,7 +79,9 @@ describe("delete_directory", () => {
     try {
       const r = await rmdir("writing", await revision("writing"));
       expect(errorCode(r)).toBe("DIRECTORY_NOT_EMPTY");
-      expect((r.content[0] as { text: string }).text).toBe("DIRECTORY_NOT_EMPTY: rw:writing is not empty: another ServerFS process is still writing a file in it");
+      expect((r.content[0] as { text: string }).text).toBe(
+        "DIRECTORY_NOT_EMPTY: rw:writing is not empty: another ServerFS process is still writing a file in it",
+      );
       expect(existsSync(temp)).toBe(true);
     } finally {
       await holder.release();

@@ -11,8 +11,7 @@ let rw: string;
 
 const STALE = "v1:0000000000000000";
 
-const revision = async (path: string, workdir = "rw") =>
-  structured<{ revision: string }>(await mcp.call("stat_file", { workdir, path })).revision;
+const revision = async (path: string, workdir = "rw") => structured<{ revision: string }>(await mcp.call("stat_file", { workdir, path })).revision;
 
 const edit = (path: string, expected_revision: string, edits: Record<string, unknown>[], workdir = "rw") =>
   mcp.call("edit_text_file", { workdir, path, expected_revision, edits });
@@ -107,9 +106,7 @@ describe("edit_text_file", () => {
     dir.file("rw/e1.txt", "alpha beta\n");
     const rev = await revision("e1.txt");
     const r = structured(await edit("e1.txt", rev, [{ old_text: "beta", new_text: "gamma" }]));
-    expect(Object.keys(r).sort()).toEqual(
-      ["bytes_after", "bytes_before", "edited", "edits_applied", "path", "revision", "revision_before", "workdir"].sort(),
-    );
+    expect(Object.keys(r).sort()).toEqual(["bytes_after", "bytes_before", "edited", "edits_applied", "path", "revision", "revision_before", "workdir"].sort());
     expect(r).toMatchObject({ workdir: "rw", path: "e1.txt", edited: true, edits_applied: 1, bytes_before: 11, bytes_after: 12, revision_before: rev });
     expect(r["revision"]).toBe(await revision("e1.txt"));
     expect(bytesOf("e1.txt").toString()).toBe("alpha gamma\n");
@@ -229,9 +226,7 @@ describe("edit_text_file", () => {
   test("a target with more than one hard link is MULTIPLE_HARDLINKS_NOT_SUPPORTED and both names are unchanged", async () => {
     dir.file("rw/linked.txt", "shared\n");
     linkSync(join(rw, "linked.txt"), join(rw, "linked-2.txt"));
-    expect(errorCode(await edit("linked.txt", await revision("linked.txt"), [{ old_text: "shared", new_text: "x" }]))).toBe(
-      "MULTIPLE_HARDLINKS_NOT_SUPPORTED",
-    );
+    expect(errorCode(await edit("linked.txt", await revision("linked.txt"), [{ old_text: "shared", new_text: "x" }]))).toBe("MULTIPLE_HARDLINKS_NOT_SUPPORTED");
     expect(bytesOf("linked.txt").toString()).toBe("shared\n");
     expect(lstatSync(join(rw, "linked.txt")).ino).toBe(lstatSync(join(rw, "linked-2.txt")).ino);
   });

@@ -199,17 +199,11 @@ describe("atomic publish", () => {
   test("no .serverfs-tmp-* file is left behind by successes or failures", async () => {
     const stat = async (path: string) => structured<{ revision: string }>(await mcp.call("stat_file", { workdir: "rw", path })).revision;
     structured(await mcp.call("create_text_file", { workdir: "rw", path: "tmp-check.txt", content: "one\n" }));
-    expect(errorCode(await mcp.call("create_text_file", { workdir: "rw", path: "tmp-check.txt", content: "two\n" }))).toBe(
-      "PATH_ALREADY_EXISTS",
-    );
+    expect(errorCode(await mcp.call("create_text_file", { workdir: "rw", path: "tmp-check.txt", content: "two\n" }))).toBe("PATH_ALREADY_EXISTS");
     const rev = await stat("tmp-check.txt");
-    structured(
-      await mcp.call("edit_text_file", { workdir: "rw", path: "tmp-check.txt", expected_revision: rev, edits: [{ old_text: "one", new_text: "1" }] }),
-    );
+    structured(await mcp.call("edit_text_file", { workdir: "rw", path: "tmp-check.txt", expected_revision: rev, edits: [{ old_text: "one", new_text: "1" }] }));
     expect(
-      errorCode(
-        await mcp.call("edit_text_file", { workdir: "rw", path: "tmp-check.txt", expected_revision: rev, edits: [{ old_text: "1", new_text: "2" }] }),
-      ),
+      errorCode(await mcp.call("edit_text_file", { workdir: "rw", path: "tmp-check.txt", expected_revision: rev, edits: [{ old_text: "1", new_text: "2" }] })),
     ).toBe("REVISION_CONFLICT");
     expect(allNames(rw).filter((n) => n.split("/").some((s) => s.startsWith(".serverfs-tmp-")))).toEqual([]);
     expect(readFileSync(join(rw, "tmp-check.txt"), "utf8")).toBe("1\n");

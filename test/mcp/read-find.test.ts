@@ -173,8 +173,7 @@ describe("walks: handles and unreadable entries", () => {
   });
   // Needs an unprivileged user (root reads everything) who can also read this checkout.
   const NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"];
-  const nobodyCanRunServer =
-    Bun.spawnSync([...NOBODY, BUN, "-e", `require("fs").accessSync(${JSON.stringify(CLI)}, 4)`], { stderr: "ignore" }).exitCode === 0;
+  const nobodyCanRunServer = Bun.spawnSync([...NOBODY, BUN, "-e", `require("fs").accessSync(${JSON.stringify(CLI)}, 4)`], { stderr: "ignore" }).exitCode === 0;
   if (!nobodyCanRunServer) console.warn("skipping the unprivileged-user walk test: this checkout is not readable by uid 65534");
   test.skipIf(!nobodyCanRunServer)("unreadable subdirectories are skipped silently (server running as an unprivileged user)", async () => {
     const t = tempDir();

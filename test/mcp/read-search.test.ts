@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { linkSync, symlinkSync } from "node:fs";
-import { BUN, CLI, REPO_ROOT, type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 import { callAudited, errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
+import { BUN, CLI, REPO_ROOT, type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
 interface Hit {
   path: string;
@@ -20,8 +20,7 @@ let mcp: McpSession;
 let slowConfig: string;
 let eofConfig: string;
 
-const search = async (args: Record<string, unknown>, workdir = "repo") =>
-  structured<Searched>(await mcp.call("search_text", { workdir, limit: 100, ...args }));
+const search = async (args: Record<string, unknown>, workdir = "repo") => structured<Searched>(await mcp.call("search_text", { workdir, limit: 100, ...args }));
 const where = (r: Searched) => r.matches.map((m) => `${m.path}:${m.line}`);
 
 const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
@@ -35,7 +34,10 @@ beforeAll(async () => {
   dir.file("ws/src/deep/c.ts", "deep hello\n");
   dir.file("ws/bom.txt", Buffer.concat([BOM, Buffer.from("hello bom\r\nsecond hello\r\n")]));
   dir.file("ws/bin.dat", Buffer.from("hello\nworld\0\n"));
-  dir.file("ws/latin.txt", Buffer.concat([Buffer.from("hello ok\n"), Buffer.from([0x68, 0x65, 0x6c, 0x6c, 0x6f, 0x20, 0xe9, 0x0a]), Buffer.from("hello again")]));
+  dir.file(
+    "ws/latin.txt",
+    Buffer.concat([Buffer.from("hello ok\n"), Buffer.from([0x68, 0x65, 0x6c, 0x6c, 0x6f, 0x20, 0xe9, 0x0a]), Buffer.from("hello again")]),
+  );
   dir.file("ws/multi.txt", "hello hello hello\nhello\n");
   dir.file("ws/long.txt", `hello${"é".repeat(2000)}\nhello short\n`);
   dir.file("ws/fold.txt", "STRASSE\nstraẞe\nKelvin \u212A\n");
@@ -250,7 +252,12 @@ describe("search_text: deadline", () => {
     const first = await reader.read();
     expect(new TextDecoder().decode(first.value)).toContain('"id":1');
     send({ jsonrpc: "2.0", method: "notifications/initialized" });
-    send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "search_text", arguments: { workdir: "slow", query: "zébra", case_sensitive: false } } });
+    send({
+      jsonrpc: "2.0",
+      id: 2,
+      method: "tools/call",
+      params: { name: "search_text", arguments: { workdir: "slow", query: "zébra", case_sensitive: false } },
+    });
     // the search is under way when stdin closes (EOF mid-call is the case under test)
     await Bun.sleep(300);
     const closedAt = performance.now();

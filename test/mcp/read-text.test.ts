@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { appendFileSync, statSync, symlinkSync, truncateSync } from "node:fs";
 import { callAudited, errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
-import { BUN, type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 import { poll } from "../helpers/poll.ts";
+import { BUN, type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
 interface Page {
   workdir: string;
@@ -205,7 +205,15 @@ describe("read_text_file: schema", () => {
 describe("read_text_file audit", () => {
   test("tool_call carries bytes_returned, start_line, end_line and has_more, never content", async () => {
     const { record } = await callAudited(mcp, "read_text_file", { workdir: "repo", path: "secret-content.txt" });
-    expect(record).toMatchObject({ tool: "read_text_file", success: true, path: "secret-content.txt", bytes_returned: 22, start_line: 1, end_line: 1, has_more: false });
+    expect(record).toMatchObject({
+      tool: "read_text_file",
+      success: true,
+      path: "secret-content.txt",
+      bytes_returned: 22,
+      start_line: 1,
+      end_line: 1,
+      has_more: false,
+    });
     expect(mcp.stderr()).not.toContain("zq-secret-content");
   });
 });
@@ -238,7 +246,10 @@ describe("resource serverfs://{workdir}/{path}", () => {
     expect(await resourceError("serverfs://repo/dir%2520x/f%C3%A9.txt")).toMatchObject({ code: -32002 });
   });
   test("content that needs more than one page is RESOURCE_TOO_LARGE (lines or bytes)", async () => {
-    expect(await resourceError("serverfs://small/ten.txt")).toEqual({ code: -32603, message: "RESOURCE_TOO_LARGE: small:ten.txt does not fit in one page; use read_text_file" });
+    expect(await resourceError("serverfs://small/ten.txt")).toEqual({
+      code: -32603,
+      message: "RESOURCE_TOO_LARGE: small:ten.txt does not fit in one page; use read_text_file",
+    });
     expect((await resourceError("serverfs://small/budget.txt")).message).toMatch(/^RESOURCE_TOO_LARGE: /);
     expect((await resourceError("serverfs://small/long-first.txt")).message).toMatch(/^RESOURCE_TOO_LARGE: /);
     expect((await mcp.client.readResource({ uri: "serverfs://small/three.txt" })).contents[0]).toMatchObject({ text: "l1\nl2\nl3\n" });
@@ -247,7 +258,10 @@ describe("resource serverfs://{workdir}/{path}", () => {
     expect(await resourceError("serverfs://repo/three.txt%00")).toEqual({ code: -32603, message: "ACCESS_DENIED: the path contains a NUL character" });
   });
   test("WORKDIR_NOT_FOUND and PATH_NOT_FOUND use -32002; other codes use -32603; messages are exactly CODE: message", async () => {
-    expect(await resourceError("serverfs://nope/three.txt")).toEqual({ code: -32002, message: "WORKDIR_NOT_FOUND: no workdir has this alias; call list_workdirs" });
+    expect(await resourceError("serverfs://nope/three.txt")).toEqual({
+      code: -32002,
+      message: "WORKDIR_NOT_FOUND: no workdir has this alias; call list_workdirs",
+    });
     expect(await resourceError("serverfs://repo/missing.txt")).toEqual({ code: -32002, message: "PATH_NOT_FOUND: repo:missing.txt does not exist" });
     const others: [string, string][] = [
       ["serverfs://repo/.hidden", "HIDDEN_PATH_NOT_ALLOWED"],

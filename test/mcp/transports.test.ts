@@ -87,7 +87,10 @@ describe("Streamable HTTP", () => {
     dir.file("token", "s3cret-token\n");
     const tokenConfig = writeConfig(
       dir.path,
-      { server: { http: { bearer_token_file: `${dir.path}/token`, allowed_origins: ["https://ok.example"] } }, workdirs: [{ slot: 1, alias: "repo", path: `${dir.path}/ws` }] },
+      {
+        server: { http: { bearer_token_file: `${dir.path}/token`, allowed_origins: ["https://ok.example"] } },
+        workdirs: [{ slot: 1, alias: "repo", path: `${dir.path}/ws` }],
+      },
       "token.toml",
     );
     tokenProc = spawnCli(["mcp", "--config", tokenConfig, "--http", `:0`]);

@@ -201,10 +201,9 @@ describe("writer lease", () => {
   test("lease error messages never reveal the lock directory", async () => {
     const holder = await holdLock(1);
     try {
-      const texts = [
-        await mcp.call("create_directory", { workdir: "w1", path: "d" }),
-        await mcp.call("create_directory", { workdir: "w3", path: "d" }),
-      ].map((r) => (r.content[0] as { text: string }).text);
+      const texts = [await mcp.call("create_directory", { workdir: "w1", path: "d" }), await mcp.call("create_directory", { workdir: "w3", path: "d" })].map(
+        (r) => (r.content[0] as { text: string }).text,
+      );
       for (const text of texts) {
         expect(text).not.toContain(locks);
         expect(text).not.toContain(dir.path);

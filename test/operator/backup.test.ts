@@ -45,7 +45,10 @@ describe("serverfs backup", () => {
     expect(statSync(file).mode & 0o777).toBe(0o600);
     const copy = new Database(file, { readonly: true });
     try {
-      const ids = copy.query<{ task_id: string }, []>("SELECT task_id FROM tasks").all().map((row) => row.task_id);
+      const ids = copy
+        .query<{ task_id: string }, []>("SELECT task_id FROM tasks")
+        .all()
+        .map((row) => row.task_id);
       for (const id of done) expect(ids).toContain(id);
       expect(copy.query<{ integrity_check: string }, []>("PRAGMA integrity_check").get()?.integrity_check).toBe("ok");
     } finally {

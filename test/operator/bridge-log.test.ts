@@ -96,7 +96,13 @@ describe("the Bridge's log at info", () => {
     const env = bridgeEnv({ config: { server: { log_level: "debug" } } });
     try {
       const bridge = await startBridgeProcess(env);
-      const r = await call<{ task_id: string }>(env.socketPath, "task.submit", { runtime: "fake", workdir: "repo", path: "", profile: "review", prompt: `complete:${CANARY}` });
+      const r = await call<{ task_id: string }>(env.socketPath, "task.submit", {
+        runtime: "fake",
+        workdir: "repo",
+        path: "",
+        profile: "review",
+        prompt: `complete:${CANARY}`,
+      });
       await waitForTask(env.socketPath, r.task_id, isTerminalTask);
       await bridge.stop();
       const answered = parse(bridge.stderr()).filter((l) => l.event === "rpc_answered");
@@ -131,7 +137,12 @@ describe("the maintenance pass in the log", () => {
       blocker.run("ROLLBACK");
       blocker.close();
       expect(failed).toMatchObject({ level: "WARN", step: "gc", error_type: "ServerFsError", error_code: "BRIDGE_STORAGE_ERROR" });
-      expect(bridge.lines().slice(since).filter((l) => l.event === "maintenance_pass" && l["gc_deleted"] !== 0)).toEqual([]);
+      expect(
+        bridge
+          .lines()
+          .slice(since)
+          .filter((l) => l.event === "maintenance_pass" && l["gc_deleted"] !== 0),
+      ).toEqual([]);
 
       const retried = await bridge.nextLine("maintenance_pass", { where: (l) => l["gc_deleted"] !== 0 });
       expect(retried).toMatchObject({ gc_deleted: EXPIRED, gc_skipped: 0, findings: 0 });

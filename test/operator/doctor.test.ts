@@ -98,7 +98,10 @@ describe("doctor fail lines (exit 1)", () => {
     const file = env.dir.file("plain.txt", "x");
     const config = variantConfig("file-workdir.toml", (b) => ({
       ...b,
-      workdirs: [{ ...b.workdirs[0]!, mcp_path: "/container/only/repo" }, { slot: 2, alias: "plain", path: file }],
+      workdirs: [
+        { ...b.workdirs[0]!, mcp_path: "/container/only/repo" },
+        { slot: 2, alias: "plain", path: file },
+      ],
     }));
     const r = await doctor(config);
     expect(r.code).toBe(1);
@@ -174,11 +177,19 @@ describe("doctor fail lines (exit 1)", () => {
     const r = await doctor(slow);
     expect(r.code).toBe(1);
     // the running Bridge was not configured with codex, so doctor probes it here and says so
-    expect(r.line("runtime codex")).toEqual({ verdict: "warn", check: "runtime codex", reason: `${codex}, version 0.41.0, but the running Bridge does not offer it` });
+    expect(r.line("runtime codex")).toEqual({
+      verdict: "warn",
+      check: "runtime codex",
+      reason: `${codex}, version 0.41.0, but the running Bridge does not offer it`,
+    });
     expect(r.line("runtime claude")).toEqual({ verdict: "fail", check: "runtime claude", reason: `${claude} --version did not answer within 1 s` });
 
     const missing = variantConfig("no-runtime.toml", (b) => ({ ...b, runtimes: { claude: { enabled: true, bin: "serverfs-no-such-claude" } } }));
-    expect((await doctor(missing)).line("runtime claude")).toEqual({ verdict: "fail", check: "runtime claude", reason: "binary serverfs-no-such-claude not found" });
+    expect((await doctor(missing)).line("runtime claude")).toEqual({
+      verdict: "fail",
+      check: "runtime claude",
+      reason: "binary serverfs-no-such-claude not found",
+    });
   }, 20_000);
 
   test("a config that does not load is one fail line with the configuration error", async () => {
@@ -202,7 +213,11 @@ describe("doctor and guards, as the Bridge's recovery.list reports them", () => 
       await waitForTask(env.socketPath, task_id, (t) => t["status"] === "running");
       const r = await doctor(env.configPath);
       expect(r.code).toBe(0);
-      expect(r.line("guard 01")).toEqual({ verdict: "warn", check: "guard 01", reason: `held by task ${task_id}, still running; it clears when the task ends` });
+      expect(r.line("guard 01")).toEqual({
+        verdict: "warn",
+        check: "guard 01",
+        reason: `held by task ${task_id}, still running; it clears when the task ends`,
+      });
       expect(r.summary).toBe("0 failed, 1 warning");
     } finally {
       await call(env.socketPath, "task.cancel", { task_id });
@@ -275,7 +290,15 @@ describe("doctor without a running Bridge", () => {
       const now = new Date().toISOString();
       writeFileSync(
         join(idle.lockDir, "active", "01"),
-        JSON.stringify({ schema_version: 1, slot: 1, task_id: "agt_aaaaaaaaaaaaaaaaaaaaaaaa", runtime: "fake", workdir_alias: "repo", created_at: now, updated_at: now }),
+        JSON.stringify({
+          schema_version: 1,
+          slot: 1,
+          task_id: "agt_aaaaaaaaaaaaaaaaaaaaaaaa",
+          runtime: "fake",
+          workdir_alias: "repo",
+          created_at: now,
+          updated_at: now,
+        }),
         { mode: 0o600 },
       );
       const r = await doctor(idle.configPath);
@@ -324,30 +347,34 @@ describe("doctor without a running Bridge", () => {
 
 describe("doctor and the peer check", () => {
   // Group sharing needs the socket chowned to another group, which only root may do.
-  test.if(process.getuid?.() === 0)("a Bridge that refuses this user's gid is a fail line", async () => {
-    const shared = bridgeEnv();
-    const config = writeConfig(shared.dir.path, {
-      bridge: {
-        enabled: true,
-        enable_fake_runtime: true,
-        socket_path: shared.socketPath,
-        state_dir: shared.stateDir,
-        lock_dir: shared.lockDir,
-        allowed_peer_gid: 54_321,
-      },
-      workdirs: [{ slot: 1, alias: "repo", path: shared.workspace, read_only: false, agent_mode: "workspace-write", agent_runtimes: ["fake"] }],
-    });
-    const other = await startBridgeProcess({ ...shared, configPath: config });
-    try {
-      const r = await doctor(config);
-      expect(r.code).toBe(1);
-      expect(r.line("bridge")?.verdict).toBe("fail");
-      expect(r.line("bridge")?.reason).toContain("refuses this user");
-      // with sharing on, the lock and socket directories carry the sharing mode
-      expect(r.line("lock_dir")?.reason).toContain("mode 0750");
-    } finally {
-      await other.stop();
-      shared.dir.remove();
-    }
-  }, 30_000);
+  test.if(process.getuid?.() === 0)(
+    "a Bridge that refuses this user's gid is a fail line",
+    async () => {
+      const shared = bridgeEnv();
+      const config = writeConfig(shared.dir.path, {
+        bridge: {
+          enabled: true,
+          enable_fake_runtime: true,
+          socket_path: shared.socketPath,
+          state_dir: shared.stateDir,
+          lock_dir: shared.lockDir,
+          allowed_peer_gid: 54_321,
+        },
+        workdirs: [{ slot: 1, alias: "repo", path: shared.workspace, read_only: false, agent_mode: "workspace-write", agent_runtimes: ["fake"] }],
+      });
+      const other = await startBridgeProcess({ ...shared, configPath: config });
+      try {
+        const r = await doctor(config);
+        expect(r.code).toBe(1);
+        expect(r.line("bridge")?.verdict).toBe("fail");
+        expect(r.line("bridge")?.reason).toContain("refuses this user");
+        // with sharing on, the lock and socket directories carry the sharing mode
+        expect(r.line("lock_dir")?.reason).toContain("mode 0750");
+      } finally {
+        await other.stop();
+        shared.dir.remove();
+      }
+    },
+    30_000,
+  );
 });

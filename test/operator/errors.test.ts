@@ -20,9 +20,15 @@ async function configError(file: string, doctorFails = true): Promise<string> {
     expect(r.code).toBe(2);
     expect(r.stderr.split("\n").filter((l) => l !== "" && !l.startsWith("{"))).toHaveLength(1);
   }
-  const personal = (s: string) => s.split("\n").filter((l) => !l.startsWith("{")).join("\n");
+  const personal = (s: string) =>
+    s
+      .split("\n")
+      .filter((l) => !l.startsWith("{"))
+      .join("\n");
   expect(personal(starting[0]!.stderr)).toBe(personal(starting[1]!.stderr));
-  const message = personal(starting[0]!.stderr).replace(/^serverfs: configuration error: /, "").trimEnd();
+  const message = personal(starting[0]!.stderr)
+    .replace(/^serverfs: configuration error: /, "")
+    .trimEnd();
   // doctor reports the same reason as its failed config check (it checks workdir paths on its own)
   expect(doctor!.code).toBe(1);
   if (doctorFails) expect(doctor!.stdout).toContain(message);
@@ -74,7 +80,11 @@ describe("the state directory", () => {
       const state = join(mnt, "state");
       mkdirSync(state, { mode: 0o755 });
       expect(Bun.spawnSync(["mount", "-o", "remount,ro", mnt]).exitCode).toBe(0);
-      const config = writeConfig(dir.path, { bridge: { enabled: true, state_dir: state, socket_path: join(dir.path, "ro.sock"), lock_dir: join(dir.path, "ro-locks") } }, "ro.toml");
+      const config = writeConfig(
+        dir.path,
+        { bridge: { enabled: true, state_dir: state, socket_path: join(dir.path, "ro.sock"), lock_dir: join(dir.path, "ro-locks") } },
+        "ro.toml",
+      );
       const r = await runCli(["bridge", "--config", config]);
       expect(r.code).toBe(1);
       expect(r.stderr).toBe(
@@ -90,9 +100,15 @@ describe("the state directory", () => {
     const state = dir.dir("foreign-state");
     writeFileSync(join(state, "x"), "");
     Bun.spawnSync(["chown", "65534", state]);
-    const config = writeConfig(dir.path, { bridge: { enabled: true, state_dir: state, socket_path: join(dir.path, "f.sock"), lock_dir: join(dir.path, "f-locks") } }, "foreign.toml");
+    const config = writeConfig(
+      dir.path,
+      { bridge: { enabled: true, state_dir: state, socket_path: join(dir.path, "f.sock"), lock_dir: join(dir.path, "f-locks") } },
+      "foreign.toml",
+    );
     const r = await runCli(["bridge", "--config", config]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/^serverfs: STATE_DIR_UNSAFE: bridge\.state_dir .*foreign-state: the directory is owned by uid 65534, not by this user \(uid \d+\); chown it or choose another directory\n$/);
+    expect(r.stderr).toMatch(
+      /^serverfs: STATE_DIR_UNSAFE: bridge\.state_dir .*foreign-state: the directory is owned by uid 65534, not by this user \(uid \d+\); chown it or choose another directory\n$/,
+    );
   });
 });

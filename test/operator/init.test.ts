@@ -100,7 +100,9 @@ describe("serverfs init", () => {
     const server = JSON.parse(json).mcpServers.serverfs as { command: string; args: string[] };
     expect(server.args.at(-1)).toBe(h.config);
     const client = new Client({ name: "init-test", version: "1.0.0" });
-    await client.connect(new StdioClientTransport({ command: server.command, args: server.args, env: { ...process.env, ...h.env } as Record<string, string>, stderr: "ignore" }));
+    await client.connect(
+      new StdioClientTransport({ command: server.command, args: server.args, env: { ...process.env, ...h.env } as Record<string, string>, stderr: "ignore" }),
+    );
     try {
       const read = await client.callTool({ name: "read_text_file", arguments: { workdir: "proj", path: "hello.txt" } });
       expect((read.structuredContent as { content: string }).content).toBe("hello\n");

@@ -24,7 +24,9 @@ describe("serverfs bridge", () => {
     const configPath = writeConfig(dir.path, { bridge: { enabled: false, state_dir: state, socket_path: join(dir.path, "b.sock") } });
     const r = await runCli(["bridge", "--config", configPath]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe("serverfs: configuration error: bridge.enabled: is false, so the Bridge must not run; set [bridge] enabled = true to use agent tasks\n");
+    expect(r.stderr).toBe(
+      "serverfs: configuration error: bridge.enabled: is false, so the Bridge must not run; set [bridge] enabled = true to use agent tasks\n",
+    );
     expect(existsSync(state)).toBe(false);
   });
 

@@ -68,7 +68,11 @@ describe("tasks list (task.list)", () => {
   test("--status filters by status and --limit bounds the page, saying older tasks were left out", async () => {
     const byStatus = await tasks("list", "--status", "failed");
     expect(byStatus.code).toBe(0);
-    expect(lines(byStatus.stdout).slice(1).map((l) => l.split(/\s+/)[0])).toEqual([failed.task_id]);
+    expect(
+      lines(byStatus.stdout)
+        .slice(1)
+        .map((l) => l.split(/\s+/)[0]),
+    ).toEqual([failed.task_id]);
 
     const limited = await tasks("list", "--limit", "2");
     expect(limited.code).toBe(0);
@@ -91,7 +95,12 @@ describe("tasks list (task.list)", () => {
   });
 
   test("an unknown --status or an out-of-range --limit is a usage error (exit 2)", async () => {
-    for (const args of [["--status", "finished"], ["--limit", "0"], ["--limit", "501"], ["--limit", "ten"]]) {
+    for (const args of [
+      ["--status", "finished"],
+      ["--limit", "0"],
+      ["--limit", "501"],
+      ["--limit", "ten"],
+    ]) {
       const r = await tasks("list", ...args);
       expect(r.code).toBe(2);
       expect(r.stderr).toStartWith("serverfs: usage error: ");
@@ -101,7 +110,11 @@ describe("tasks list (task.list)", () => {
 });
 
 describe("tasks show (task.get)", () => {
-  const field = (stdout: string, name: string) => lines(stdout).find((l) => l.startsWith(`${name} `))?.slice(name.length).trim();
+  const field = (stdout: string, name: string) =>
+    lines(stdout)
+      .find((l) => l.startsWith(`${name} `))
+      ?.slice(name.length)
+      .trim();
 
   test("shows status, timestamps, runtime, workdir, result storage, size and sha, manifest sha and a response preview", async () => {
     const r = await tasks("show", done.task_id);
@@ -294,7 +307,11 @@ describe("what tasks show and tail tell in each state", () => {
   let own: BridgeEnv;
   let ownBridge: BridgeProcess;
   const ownTasks = (...args: string[]) => runCli(["tasks", ...args, "--config", own.configPath]);
-  const resultLine = async (id: string) => lines((await ownTasks("show", id)).stdout).find((l) => l.startsWith("result "))?.slice(7).trim();
+  const resultLine = async (id: string) =>
+    lines((await ownTasks("show", id)).stdout)
+      .find((l) => l.startsWith("result "))
+      ?.slice(7)
+      .trim();
 
   beforeAll(async () => {
     own = bridgeEnv();

@@ -20,11 +20,11 @@ import type {
   RunContext,
   RunHandle,
 } from "../../src/workers/providers/types.ts";
-import { type MockAnthropic, type MockRequest, type MockStep, startMockAnthropic } from "../fixtures/mock-anthropic.ts";
 import { CLAUDE_BIN, CLAUDE_PACKAGE, CLAUDE_PRESENT, claudeOfflineEnv, cliMissing, claudeHome as freshClaudeHome } from "../fixtures/agent-stack.ts";
+import { type MockAnthropic, type MockRequest, type MockStep, startMockAnthropic } from "../fixtures/mock-anthropic.ts";
 import { bridgeEnv, call, isTerminalTask, startBridgeProcess, waitForTask } from "../helpers/bridge.ts";
-import { REPO_ROOT, type TempDir, tempDir } from "../helpers/workspace.ts";
 import { poll } from "../helpers/poll.ts";
+import { REPO_ROOT, type TempDir, tempDir } from "../helpers/workspace.ts";
 
 const PACKAGE = CLAUDE_PACKAGE;
 const BIN = CLAUDE_BIN;
@@ -153,7 +153,6 @@ function bounded<T>(p: Promise<T>, ms = RUN_MS): Promise<T> {
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
-
 /** Every text part of a request's messages, flattened: what the model was shown. */
 function transcript(messages: { role: string; content: unknown }[]): { role: string; text: string }[] {
   const out: { role: string; text: string }[] = [];
@@ -272,7 +271,10 @@ describe.skipIf(!PRESENT)("docs/runtimes.md claude: can_use_tool approvals", () 
     const r = run(s, "make a file", { decisions: ["deny"] });
     expect(await r.outcome).toEqual({ kind: "final", text: "understood" });
     expect(existsSync(join(s.ws.path, "made.txt"))).toBe(false);
-    expect(r.events).toContainEqual({ type: "tool.completed", payload: { tool: "Bash", is_error: true, error: expect.stringContaining("Denied by the remote user") } });
+    expect(r.events).toContainEqual({
+      type: "tool.completed",
+      payload: { tool: "Bash", is_error: true, error: expect.stringContaining("Denied by the remote user") },
+    });
     const seen = transcript(s.mock.requests[1]!.messages).map((t) => t.text);
     expect(seen.some((t) => t.startsWith("tool_result:") && t.includes("Denied by the remote user") && t.endsWith(":true"))).toBe(true);
     await r.finish();

@@ -8,14 +8,14 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { eventually, type Json, ok } from "../e2e/support.ts";
 import { type AgentStack, CODEX_BIN, CODEX_PRESENT, cliMissing, startAgentStack } from "../fixtures/agent-stack.ts";
 import { type MockOpenAI, type MockStep, startMockOpenAI } from "../fixtures/mock-openai.ts";
 import { scriptedAppServerBin } from "../fixtures/scripted-app-server.ts";
 import { markedProcesses, recordedMark } from "../helpers/bridge.ts";
+import { poll } from "../helpers/poll.ts";
 import type { Table } from "../helpers/toml.ts";
 import { type TempDir, tempDir } from "../helpers/workspace.ts";
-import { eventually, type Json, ok } from "../e2e/support.ts";
-import { poll } from "../helpers/poll.ts";
 
 if (!CODEX_PRESENT) cliMissing("Codex", CODEX_BIN, "npm install --no-save @openai/codex@0.171.0");
 
@@ -273,7 +273,10 @@ describe.skipIf(!CODEX_PRESENT)("item 6: Codex is run with the features its repo
 describe.skipIf(!CODEX_PRESENT)("permission requests, and requests naming a path outside the workdir", () => {
   test("inside the workdir: a provider_permission approval; the granted subset is what the model is told", async () => {
     const { s, mock } = await stack(
-      [{ call: "request_permissions", args: { permissions: { file_system: { write: ["sub"] }, network: { enabled: true } }, reason: "let me write" } }, done("granted")],
+      [
+        { call: "request_permissions", args: { permissions: { file_system: { write: ["sub"] }, network: { enabled: true } }, reason: "let me write" } },
+        done("granted"),
+      ],
       UNTRUSTED,
     );
     const taskId = await s.submit({ prompt: "ask for access" });

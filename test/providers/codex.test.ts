@@ -11,19 +11,12 @@ import { ServerFsError } from "../../src/shared/errors.ts";
 import { newMark, newTaskId } from "../../src/shared/ids.ts";
 import { terminateProcessGroup } from "../../src/shared/process-group.ts";
 import { type CodexSettings, createCodexAdapter } from "../../src/workers/providers/codex.ts";
-import type {
-  ApprovalPayload,
-  Decision,
-  NativeFacts,
-  Outcome,
-  RunContext,
-  RunHandle,
-} from "../../src/workers/providers/types.ts";
-import { bridgeEnv, call, startBridgeProcess, waitForTask, isTerminalTask, allEvents } from "../helpers/bridge.ts";
-import { REPO_ROOT, type TempDir, tempDir } from "../helpers/workspace.ts";
-import { type MockOpenAI, type MockStep, startMockOpenAI } from "../fixtures/mock-openai.ts";
+import type { ApprovalPayload, Decision, NativeFacts, Outcome, RunContext, RunHandle } from "../../src/workers/providers/types.ts";
 import { CODEX_BIN, CODEX_PRESENT, CODEX_VERSION, cliMissing, codexHome } from "../fixtures/agent-stack.ts";
+import { type MockOpenAI, type MockStep, startMockOpenAI } from "../fixtures/mock-openai.ts";
+import { allEvents, bridgeEnv, call, isTerminalTask, startBridgeProcess, waitForTask } from "../helpers/bridge.ts";
 import { poll } from "../helpers/poll.ts";
+import { REPO_ROOT, type TempDir, tempDir } from "../helpers/workspace.ts";
 
 const present = CODEX_PRESENT;
 const MOCK_ENV = { MOCK_API_KEY: "mock-key" };
@@ -135,7 +128,6 @@ async function outcomeOf(r: Recorded, ms = 15_000): Promise<Outcome> {
     clearTimeout(timer);
   }
 }
-
 
 const sessionOf = (r: Recorded): string | undefined => r.natives.find((n) => n.sessionId)?.sessionId;
 const types = (r: Recorded): string[] => r.events.map((e) => e.type);

@@ -9,8 +9,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { callAudited, errorCode, type McpSession, startStdio } from "../helpers/mcp-client.ts";
-import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 import { BINARY_TOOLS, FILESYSTEM_TOOLS } from "../helpers/tool-names.ts";
+import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
 const ROOT_CANARY = "ROOTCANARY";
 const b64 = (s: string) => Buffer.from(s).toString("base64");

@@ -58,27 +58,10 @@ const CREATES: Partial<Record<Channel, { type: "file" | "dir"; bytes?: string }>
 };
 
 /** What a normalized, admitted path names, as far as the tools' check orders care. */
-type Kind =
-  | "root"
-  | "dir"
-  | "file"
-  | "binary"
-  | "missing"
-  | "missing-parent"
-  | "not-dir-parent"
-  | "symlink-parent"
-  | "symlink"
-  | "special"
-  | "overlong";
+type Kind = "root" | "dir" | "file" | "binary" | "missing" | "missing-parent" | "not-dir-parent" | "symlink-parent" | "symlink" | "special" | "overlong";
 /** The docs/mcp-tools.md#path-confinement steps that refuse a path before any traversal, whatever it names. */
 type Refusal = "PATH_OUTSIDE_WORKDIR" | "ACCESS_DENIED" | "RESERVED_PATH" | "HIDDEN_PATH_NOT_ALLOWED" | "DENIED_PATH";
-const REFUSALS: ReadonlySet<string> = new Set<Refusal>([
-  "PATH_OUTSIDE_WORKDIR",
-  "ACCESS_DENIED",
-  "RESERVED_PATH",
-  "HIDDEN_PATH_NOT_ALLOWED",
-  "DENIED_PATH",
-]);
+const REFUSALS: ReadonlySet<string> = new Set<Refusal>(["PATH_OUTSIDE_WORKDIR", "ACCESS_DENIED", "RESERVED_PATH", "HIDDEN_PATH_NOT_ALLOWED", "DENIED_PATH"]);
 
 const OK = "ok";
 const NAF = "NOT_A_FILE";
@@ -101,17 +84,17 @@ const BIN = "BINARY_FILE";
  */
 const BY_KIND: Record<Kind, readonly string[]> = {
   //                list find search read  stat down  res   ctext   edit delfile mkdir  rmdir upnew   upover
-  root:             [OK,  OK,  OK,    NAF,  OK,  NAF,  NAF,  ROOT,   ROOT, ROOT,  ROOT,  ROOT, ROOT,   ROOT],
-  dir:              [OK,  OK,  OK,    NAF,  OK,  NAF,  NAF,  EXISTS, NAF,  NAF,   EXISTS, REV, EXISTS, NAF],
-  file:             [NAD, NAD, NAD,   OK,   OK,  OK,   OK,   EXISTS, REV,  REV,   EXISTS, NAD, EXISTS, REV],
-  binary:           [NAD, NAD, NAD,   BIN,  OK,  OK,   BIN,  EXISTS, REV,  REV,   EXISTS, NAD, EXISTS, REV],
-  missing:          [PNF, PNF, PNF,   PNF,  PNF, PNF,  PNF,  OK,     PNF,  PNF,   OK,    PNF,  OK,     PNF],
-  "missing-parent": [PNF, PNF, PNF,   PNF,  PNF, PNF,  PNF,  PARENT, PNF,  PNF,   PARENT, PNF, PARENT, PNF],
-  "not-dir-parent": [NAD, NAD, NAD,   NAD,  NAD, NAD,  NAD,  NAD,    NAD,  NAD,   NAD,   NAD,  NAD,    NAD],
-  "symlink-parent": [SYM, SYM, SYM,   SYM,  SYM, SYM,  SYM,  SYM,    SYM,  SYM,   SYM,   SYM,  SYM,    SYM],
-  symlink:          [SYM, SYM, SYM,   SYM,  OK,  SYM,  SYM,  EXISTS, SYM,  SYM,   EXISTS, SYM, EXISTS, SYM],
-  special:          [NAD, NAD, NAD,   UFT,  OK,  UFT,  UFT,  EXISTS, UFT,  UFT,   EXISTS, NAD, EXISTS, UFT],
-  overlong:         [AD,  AD,  AD,    AD,   AD,  AD,   AD,   IO,     IO,   IO,    IO,    IO,   IO,     IO],
+  root: [OK, OK, OK, NAF, OK, NAF, NAF, ROOT, ROOT, ROOT, ROOT, ROOT, ROOT, ROOT],
+  dir: [OK, OK, OK, NAF, OK, NAF, NAF, EXISTS, NAF, NAF, EXISTS, REV, EXISTS, NAF],
+  file: [NAD, NAD, NAD, OK, OK, OK, OK, EXISTS, REV, REV, EXISTS, NAD, EXISTS, REV],
+  binary: [NAD, NAD, NAD, BIN, OK, OK, BIN, EXISTS, REV, REV, EXISTS, NAD, EXISTS, REV],
+  missing: [PNF, PNF, PNF, PNF, PNF, PNF, PNF, OK, PNF, PNF, OK, PNF, OK, PNF],
+  "missing-parent": [PNF, PNF, PNF, PNF, PNF, PNF, PNF, PARENT, PNF, PNF, PARENT, PNF, PARENT, PNF],
+  "not-dir-parent": [NAD, NAD, NAD, NAD, NAD, NAD, NAD, NAD, NAD, NAD, NAD, NAD, NAD, NAD],
+  "symlink-parent": [SYM, SYM, SYM, SYM, SYM, SYM, SYM, SYM, SYM, SYM, SYM, SYM, SYM, SYM],
+  symlink: [SYM, SYM, SYM, SYM, OK, SYM, SYM, EXISTS, SYM, SYM, EXISTS, SYM, EXISTS, SYM],
+  special: [NAD, NAD, NAD, UFT, OK, UFT, UFT, EXISTS, UFT, UFT, EXISTS, NAD, EXISTS, UFT],
+  overlong: [AD, AD, AD, AD, AD, AD, AD, IO, IO, IO, IO, IO, IO, IO],
 };
 
 type Alias = "ws" | "open" | "ro";
@@ -571,7 +554,11 @@ const FAMILIES: Family[] = [
         [".env", ".env.local", ".env.production/x", ".config/.env", ".ssh", ".ssh/config", ".aws/credentials", ".gnupg", ".kube/config", ".key"],
         "open",
       ),
-      ...cases("RESERVED_PATH", [".serverfs-tmp-aaaaaaaaaaaaaaaa", ".serverfs-tmp-", ".serverfs-disabled", ".config/.serverfs-tmp-x", ".env/.serverfs-disabled"], "open"),
+      ...cases(
+        "RESERVED_PATH",
+        [".serverfs-tmp-aaaaaaaaaaaaaaaa", ".serverfs-tmp-", ".serverfs-disabled", ".config/.serverfs-tmp-x", ".env/.serverfs-disabled"],
+        "open",
+      ),
     ],
   },
   {
@@ -610,14 +597,7 @@ const FAMILIES: Family[] = [
   {
     rule: "a name longer than NAME_MAX is ACCESS_DENIED on the read side, MUTATION_IO_ERROR on the mutation side",
     cases: [
-      ...cases("overlong", [
-        many(256, "x"),
-        many(128, "é"),
-        many(4096, "x"),
-        `dir/${many(300, "y")}`,
-        `${many(300, "z")}/x`,
-        `dir/${many(64, "\u{1F600}")}`,
-      ]),
+      ...cases("overlong", [many(256, "x"), many(128, "é"), many(4096, "x"), `dir/${many(300, "y")}`, `${many(300, "z")}/x`, `dir/${many(64, "\u{1F600}")}`]),
       ...cases("missing", [many(255, "x"), many(127, "é"), many(63, "\u{1F600}")]),
       ...cases("missing-parent", [`${many(2000, "a/")}x`]),
     ],
@@ -692,7 +672,13 @@ function uriPath(path: string): string {
   if (path.isWellFormed()) return encodeURIComponent(path);
   const wtf8 = (unit: number) => [0xe0 | (unit >> 12), 0x80 | ((unit >> 6) & 0x3f), 0x80 | (unit & 0x3f)];
   return [...path]
-    .map((ch) => (ch.isWellFormed() ? encodeURIComponent(ch) : wtf8(ch.charCodeAt(0)).map((b) => `%${b.toString(16).toUpperCase()}`).join("")))
+    .map((ch) =>
+      ch.isWellFormed()
+        ? encodeURIComponent(ch)
+        : wtf8(ch.charCodeAt(0))
+            .map((b) => `%${b.toString(16).toUpperCase()}`)
+            .join(""),
+    )
     .join("");
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { outsideWorkdir } from "../../src/workers/auto-decline.ts";
 import { Redactor } from "../../src/shared/redact.ts";
+import { outsideWorkdir } from "../../src/workers/auto-decline.ts";
 
 // the worker judges the payload after redaction, as a human would see it
 const redact = new Redactor(["/home/u/repo"]);

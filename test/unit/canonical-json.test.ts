@@ -19,9 +19,7 @@ describe("canonical JSON", () => {
   });
 
   test("safe integers, booleans and null are written as JSON writes them", () => {
-    expect(canonicalJson([0, -0, -7, Number.MAX_SAFE_INTEGER, true, false, null])).toBe(
-      `[0,0,-7,${Number.MAX_SAFE_INTEGER},true,false,null]`,
-    );
+    expect(canonicalJson([0, -0, -7, Number.MAX_SAFE_INTEGER, true, false, null])).toBe(`[0,0,-7,${Number.MAX_SAFE_INTEGER},true,false,null]`);
   });
 
   test.each([

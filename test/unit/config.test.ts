@@ -83,8 +83,7 @@ describe("docs/configuration.md validation: unknown keys and wrong types name th
     refuses({ bridge: { lifecycle: { zzzzzzzz: 1 } } }, /^bridge\.lifecycle\.zzzzzzzz: unknown key$/);
   });
   test("wrong type", () => refuses({ limits: { max_list_entries: "10" } }, /limits\.max_list_entries: invalid value/));
-  test("lifecycle values must be positive integers", () =>
-    refuses({ bridge: { lifecycle: { task_timeout_seconds: 0 } } }, /task_timeout_seconds/));
+  test("lifecycle values must be positive integers", () => refuses({ bridge: { lifecycle: { task_timeout_seconds: 0 } } }, /task_timeout_seconds/));
   test("search_workers: at least 1, and any positive count is taken as it is", () => {
     refuses({ limits: { search_workers: 0 } }, /^limits\.search_workers: /);
     refuses({ limits: { search_workers: 1.5 } }, /^limits\.search_workers: /);
@@ -138,10 +137,7 @@ describe("docs/configuration.md cross-checks", () => {
       /claude cannot run review/,
     ));
   test("an agent workdir needs bridge.enabled", () =>
-    refuses(
-      { bridge: { enable_fake_runtime: true }, workdirs: [wd({ agent_mode: "review", agent_runtimes: ["fake"] })] },
-      /bridge\.enabled/,
-    ));
+    refuses({ bridge: { enable_fake_runtime: true }, workdirs: [wd({ agent_mode: "review", agent_runtimes: ["fake"] })] }, /bridge\.enabled/));
   test("a socket path over 107 bytes", () => refuses({ bridge: { socket_path: `/${"s".repeat(107)}` } }, /107 bytes/));
   test("another peer uid without group sharing (Bridge role)", () =>
     refuses({ bridge: { allowed_peer_uid: (process.getuid?.() ?? 0) + 1 } }, /allowed_peer_uid/, "bridge"));

@@ -174,20 +174,15 @@ describe("the matcher agrees with the regular-expression reading it replaced", (
       const name = pick(nameChars, 8);
       const crossSlash = rand(2) === 0;
       const expected = oracle(glob, crossSlash).test(name);
-      if (globMatcher(glob, { crossSlash })(name) !== expected) throw new Error(`${JSON.stringify(glob)} ${crossSlash} ${JSON.stringify(name)}: expected ${expected}`);
+      if (globMatcher(glob, { crossSlash })(name) !== expected)
+        throw new Error(`${JSON.stringify(glob)} ${crossSlash} ${JSON.stringify(name)}: expected ${expected}`);
     }
   });
 });
 
 describe("matching time is linear in the name, whatever the pattern", () => {
   const name = "a".repeat(200);
-  const adversarial = [
-    `${"*a".repeat(60)}*b`,
-    `${"*?".repeat(60)}*b`,
-    `${"*[a-z]".repeat(60)}*b`,
-    `${"a*".repeat(100)}[!a]`,
-    `*${"a?*".repeat(50)}b`,
-  ];
+  const adversarial = [`${"*a".repeat(60)}*b`, `${"*?".repeat(60)}*b`, `${"*[a-z]".repeat(60)}*b`, `${"a*".repeat(100)}[!a]`, `*${"a?*".repeat(50)}b`];
   for (const glob of adversarial) {
     test(`a 200-character name against ${glob.slice(0, 12)}… answers in milliseconds`, () => {
       for (const crossSlash of [false, true]) {

@@ -79,7 +79,10 @@ describe("readJsonLines: long lines parse as JSON.parse would", () => {
     ];
     for (const tail of tails) {
       const bytes = new Uint8Array([...long, ...tail, 0x0a]);
-      await expect(readAll(bytes, [50_000, long.length])).rejects.toMatchObject({ code: "AGENT_PROVIDER_ERROR", message: "provider sent a line that is not valid UTF-8" });
+      await expect(readAll(bytes, [50_000, long.length])).rejects.toMatchObject({
+        code: "AGENT_PROVIDER_ERROR",
+        message: "provider sent a line that is not valid UTF-8",
+      });
     }
   });
 });

@@ -3,8 +3,7 @@ import { createHash } from "node:crypto";
 import { canonicalJson } from "../../src/shared/canonical-json.ts";
 import { buildManifest, type ManifestInput, policySha256 } from "../../src/shared/manifest.ts";
 
-const SPEC_POLICY_EXAMPLE =
-  '{"agent_mode":"workspace-write","agent_runtimes":["claude","codex"],"alias":"repo","read_only":false,"slot":1}';
+const SPEC_POLICY_EXAMPLE = '{"agent_mode":"workspace-write","agent_runtimes":["claude","codex"],"alias":"repo","read_only":false,"slot":1}';
 const sha = (s: string) => createHash("sha256").update(s, "utf8").digest("hex");
 
 const input: ManifestInput = {

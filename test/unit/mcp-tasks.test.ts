@@ -4,13 +4,13 @@
  * test/e2e/mcp-tasks.test.ts, runs the rest against real processes; no elicitation is connected yet).
  */
 import { describe, expect, test } from "bun:test";
-import { AuditLog } from "../../src/shared/audit.ts";
 import type { BridgeCaller } from "../../src/main/mcp/agent/agent-tool.ts";
 import { BridgeTaskStore } from "../../src/main/mcp/tasks/bridge-task-store.ts";
 import type { TaskCallExtra } from "../../src/main/mcp/tasks/elicitation-seam.ts";
 import { type BridgeTask, isTerminalTask, POLL_INTERVAL_MS, toMcpTask } from "../../src/main/mcp/tasks/mcp-task.ts";
 import { progressMessage } from "../../src/main/mcp/tasks/progress-message.ts";
 import { awaitTaskResult } from "../../src/main/mcp/tasks/task-result.ts";
+import { AuditLog } from "../../src/shared/audit.ts";
 
 const TTL = 168 * 3_600_000;
 
@@ -79,9 +79,7 @@ describe("a Bridge task as an MCP task (docs/mcp-tasks.md#status-mapping)", () =
 
 describe("progress messages", () => {
   test("the event type and the most telling payload field, on one line", () => {
-    expect(progressMessage("approval.requested", { request_id: "req_1", summary: "Run a command", title: "make" })).toBe(
-      "approval.requested: Run a command",
-    );
+    expect(progressMessage("approval.requested", { request_id: "req_1", summary: "Run a command", title: "make" })).toBe("approval.requested: Run a command");
     expect(progressMessage("agent.message", { text: "line one\n  line two" })).toBe("agent.message: line one line two");
     expect(progressMessage("task.cancelled", {})).toBe("task.cancelled");
     expect(progressMessage("task.failed", { error_code: "AGENT_PROVIDER_ERROR" })).toBe("task.failed: AGENT_PROVIDER_ERROR");
@@ -117,7 +115,20 @@ describe("tasks/result hands each pending request to the elicitation seam once",
       calls.push(method);
       if (method === "task.get") return reads.shift()!;
       if (method !== "task.events") throw new Error(`unexpected ${method}`);
-      const events = eventsRead++ === 0 ? [{ schema_version: 1, event_id: 7, task_id: TASK_ID, correlation_id: null, event_type: "approval.requested", created_at: "2026-01-01T00:00:01.000Z", payload: { summary: "Run make" } }] : [];
+      const events =
+        eventsRead++ === 0
+          ? [
+              {
+                schema_version: 1,
+                event_id: 7,
+                task_id: TASK_ID,
+                correlation_id: null,
+                event_type: "approval.requested",
+                created_at: "2026-01-01T00:00:01.000Z",
+                payload: { summary: "Run make" },
+              },
+            ]
+          : [];
       return { correlation_id: null, events, next_after_event_id: 7 };
     }) as unknown as BridgeCaller;
     const store = new BridgeTaskStore({

@@ -104,8 +104,7 @@ const configPath = writeConfig(dir.path, {
 });
 const tools = prepareMcp(configPath, "stdio").tools;
 const inputOf = (tool: string) => jsonSchemaOf(tools.find((t) => t.name === tool)!.input);
-const describedAs = (tool: string, param: string) =>
-  String((inputOf(tool)["properties"] as Record<string, Schema>)[param]!["description"]);
+const describedAs = (tool: string, param: string) => String((inputOf(tool)["properties"] as Record<string, Schema>)[param]!["description"]);
 
 describe("parameter descriptions (docs/mcp-tools.md#parameters)", () => {
   test("every parameter of all 22 tools has a description that states each constraint of its schema", () => {

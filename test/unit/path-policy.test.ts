@@ -2,8 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { isServerFsError } from "../../src/shared/errors.ts";
 import { confinePath, PathPolicy, type PathPolicyOptions } from "../../src/shared/path/policy.ts";
 
-const policy = (opts: Partial<PathPolicyOptions> = {}) =>
-  new PathPolicy({ allow_hidden: false, disable_default_deny: false, extra_deny_globs: [], ...opts });
+const policy = (opts: Partial<PathPolicyOptions> = {}) => new PathPolicy({ allow_hidden: false, disable_default_deny: false, extra_deny_globs: [], ...opts });
 
 /** The code confinement refuses `input` with, or the normalized path it accepts. */
 function confine(input: string, p = policy()): { code: string; message: string } | { path: string } {

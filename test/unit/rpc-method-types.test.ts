@@ -4,8 +4,8 @@
  * here: `bun run check` (tsc) fails if any of them stops being a type error.
  */
 import { expect, test } from "bun:test";
-import { bridgeHandlers } from "../../src/main/bridge/rpc-handlers.ts";
 import type { MethodHandlers } from "../../src/main/bridge/rpc/server.ts";
+import { bridgeHandlers } from "../../src/main/bridge/rpc-handlers.ts";
 import { TaskService } from "../../src/main/bridge/service/task-service.ts";
 import type { BridgeCaller } from "../../src/main/mcp/agent/agent-tool.ts";
 import { METHODS } from "../../src/shared/bridge-protocol/methods.ts";

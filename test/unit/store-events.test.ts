@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { isServerFsError } from "../../src/shared/errors.ts";
 import { AuditLog } from "../../src/shared/audit.ts";
+import { isServerFsError } from "../../src/shared/errors.ts";
 import { type EventInput, Store } from "../../src/shared/store/index.ts";
 import { insert, openStore, running, type StoreFixture } from "./store-fixtures.ts";
 
@@ -24,8 +24,13 @@ describe("envelope", () => {
     store.appendEvents(id, [{ type: "agent.message", payload: { text: "héllo", n: 1 }, at }]);
     const [e] = store.listEvents(id, 0, 10);
     expect(e).toEqual({
-      schema_version: 1, event_id: e!.event_id, task_id: id, correlation_id: "corr-7",
-      event_type: "agent.message", payload: { text: "héllo", n: 1 }, created_at: at,
+      schema_version: 1,
+      event_id: e!.event_id,
+      task_id: id,
+      correlation_id: "corr-7",
+      event_type: "agent.message",
+      payload: { text: "héllo", n: 1 },
+      created_at: at,
     });
   });
 
@@ -86,9 +91,7 @@ describe("appending and limits", () => {
     expect(store.getTask(id)!.event_count).toBe(10_000);
     expect(store.appendEvents(id, many(1))).toMatchObject({ appended: 0, broke: "AGENT_EVENT_LIMIT_REACHED" });
     expect(store.listEvents(id, 0, 500).length).toBe(500);
-    expect(store.listEvents(id, store.maxEventId(id) - 3, 10).map((e) => e.event_type)).toEqual([
-      "agent.message", "tool.completed", "tool.completed",
-    ]);
+    expect(store.listEvents(id, store.maxEventId(id) - 3, 10).map((e) => e.event_type)).toEqual(["agent.message", "tool.completed", "tool.completed"]);
   });
 
   test("service events count too, and one that breaks the limit is dropped while the state change commits", () => {
@@ -155,7 +158,10 @@ describe("appending and limits", () => {
 describe("reading", () => {
   test("the cursor is exclusive and ascending: following next ids never repeats or skips an event", () => {
     const id = insert(store);
-    store.appendEvents(id, Array.from({ length: 7 }, (_, i) => ({ type: "agent.message", payload: { i } })));
+    store.appendEvents(
+      id,
+      Array.from({ length: 7 }, (_, i) => ({ type: "agent.message", payload: { i } })),
+    );
     const seen: number[] = [];
     let after = 0;
     for (let guard = 0; guard < 10; guard++) {
@@ -174,7 +180,11 @@ describe("reading", () => {
 
   test("after_event_id < 0 or limit outside 1..500 is INVALID_LIMIT", () => {
     const id = insert(store);
-    for (const [after, limit] of [[-1, 10], [0, 0], [0, 501]] as const) {
+    for (const [after, limit] of [
+      [-1, 10],
+      [0, 0],
+      [0, 501],
+    ] as const) {
       let code: string | undefined;
       try {
         store.listEvents(id, after, limit);

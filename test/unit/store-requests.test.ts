@@ -54,7 +54,13 @@ describe("opening a request", () => {
     const expiresAt = "2026-03-01T01:00:00.000Z";
     const r = ask(id, kind, { at, expiresAt });
     expect(r.request).toMatchObject({
-      task_id: id, kind, status: "pending", created_at: at, expires_at: expiresAt, resolved_at: null, resolution_json: null,
+      task_id: id,
+      kind,
+      status: "pending",
+      created_at: at,
+      expires_at: expiresAt,
+      resolved_at: null,
+      resolution_json: null,
     });
     expect(JSON.parse(r.request.payload_json)).toEqual(kind === "approval" ? APPROVAL : QUESTION);
     expect(r.task).toMatchObject({ status: waiting, pending_request_id: r.request.request_id, updated_at: at });
@@ -221,16 +227,13 @@ describe("interaction expiry", () => {
     const own = openStore();
     try {
       const s = own.store;
-      const open = (expiresAt: string) =>
-        s.openRequest({ requestId: requestId(), taskId: running(s), kind: "approval", payload: APPROVAL, expiresAt }).request;
+      const open = (expiresAt: string) => s.openRequest({ requestId: requestId(), taskId: running(s), kind: "approval", payload: APPROVAL, expiresAt }).request;
       const later = open("2026-01-01T00:00:02.000Z");
       const earlier = open("2026-01-01T00:00:01.000Z");
       open("2026-01-01T00:00:09.000Z");
       const resolved = open("2026-01-01T00:00:00.500Z");
       s.resolveRequest(resolved.task_id, resolved.request_id, APPROVE);
-      expect(s.listExpiredPending("2026-01-01T00:00:02.000Z").map((r) => r.request_id)).toEqual([
-        earlier.request_id, later.request_id,
-      ]);
+      expect(s.listExpiredPending("2026-01-01T00:00:02.000Z").map((r) => r.request_id)).toEqual([earlier.request_id, later.request_id]);
       expect(s.listExpiredPending("2026-01-01T00:00:00.999Z")).toEqual([]);
     } finally {
       own.close();

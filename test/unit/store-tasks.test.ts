@@ -1,16 +1,9 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { canonicalJson, sha256Hex } from "../../src/shared/canonical-json.ts";
 import { isServerFsError } from "../../src/shared/errors.ts";
-import {
-  Store,
-  TASK_STATUSES,
-  type TaskStatus,
-  TRANSITIONS,
-  type TransitionOptions,
-  type TransitionTarget,
-} from "../../src/shared/store/index.ts";
+import { Store, TASK_STATUSES, type TaskStatus, TRANSITIONS, type TransitionOptions, type TransitionTarget } from "../../src/shared/store/index.ts";
 import { insert, isoIn, newTask, openStore, requestId, running, type StoreFixture } from "./store-fixtures.ts";
 
 let fx: StoreFixture;
@@ -65,8 +58,15 @@ describe("submission step 13.5 insert", () => {
     const t = store.getTask(row.task_id)!;
     expect(t).toMatchObject({ ...row, status: "queued", updated_at: row.created_at });
     expect(t).toMatchObject({
-      started_at: null, completed_at: null, native_session_id: null, provider_pgid: null, final_response: null,
-      result_storage: "inline", error_code: null, pending_request_id: null, event_count: 0,
+      started_at: null,
+      completed_at: null,
+      native_session_id: null,
+      provider_pgid: null,
+      final_response: null,
+      result_storage: "inline",
+      error_code: null,
+      pending_request_id: null,
+      event_count: 0,
     });
   });
 
@@ -160,7 +160,9 @@ describe("task.list and active listing", () => {
 
 describe("transition table", () => {
   const allowed = TASK_STATUSES.flatMap((from) =>
-    TRANSITIONS[from].filter((to) => GENERIC_TARGETS.includes(to as TransitionTarget) && !(to === "running" && from !== "starting")).map((to) => [from, to] as const),
+    TRANSITIONS[from]
+      .filter((to) => GENERIC_TARGETS.includes(to as TransitionTarget) && !(to === "running" && from !== "starting"))
+      .map((to) => [from, to] as const),
   );
 
   test.each(allowed)("%s → %s is allowed", (from, to) => {
@@ -170,9 +172,7 @@ describe("transition table", () => {
     expect(store.getTask(id)!.status).toBe(to);
   });
 
-  const refused = TASK_STATUSES.flatMap((from) =>
-    GENERIC_TARGETS.filter((to) => !TRANSITIONS[from].includes(to)).map((to) => [from, to] as const),
-  );
+  const refused = TASK_STATUSES.flatMap((from) => GENERIC_TARGETS.filter((to) => !TRANSITIONS[from].includes(to)).map((to) => [from, to] as const));
   test.each(refused)("%s → %s changes nothing (null)", (from, to) => {
     const id = reach(store, from);
     const before = store.getTask(id)!;
@@ -241,9 +241,15 @@ describe("effects of a transition", () => {
       events: [{ type: "task.completed", payload: { result_storage: "inline", result_size_bytes: 4 } }],
     });
     expect(store.getTask(id)).toMatchObject({
-      status: "succeeded", updated_at: "2026-01-01T00:00:03.000Z", completed_at: "2026-01-01T00:00:03.000Z",
-      final_response: "done", result_storage: "inline", result_size_bytes: 4, result_sha256: sha256Hex("done"),
-      error_code: null, error_message: null,
+      status: "succeeded",
+      updated_at: "2026-01-01T00:00:03.000Z",
+      completed_at: "2026-01-01T00:00:03.000Z",
+      final_response: "done",
+      result_storage: "inline",
+      result_size_bytes: 4,
+      result_sha256: sha256Hex("done"),
+      error_code: null,
+      error_message: null,
     });
   });
 
@@ -328,8 +334,11 @@ describe("provider facts", () => {
     store.recordProvider(id, { nativeSessionId: "thread-1", nativeTurnId: "turn-1", pgid: null, mark: null });
     const t = store.recordProvider(id, { nativeTurnId: "turn-2" })!;
     expect(t).toMatchObject({
-      provider_mark: "ab".repeat(16), provider_pgid: 4242, provider_start_time: 987654321,
-      native_session_id: "thread-1", native_turn_id: "turn-2",
+      provider_mark: "ab".repeat(16),
+      provider_pgid: 4242,
+      provider_start_time: 987654321,
+      native_session_id: "thread-1",
+      native_turn_id: "turn-2",
     });
     expect(store.recordProvider("agt_000000000000000000000000", { pgid: 1 })).toBeNull();
   });
@@ -337,10 +346,30 @@ describe("provider facts", () => {
 
 describe("task object", () => {
   const FIELDS = [
-    "task_id", "runtime", "workdir_alias", "workdir_slot", "relative_cwd", "profile", "status", "created_at",
-    "updated_at", "started_at", "completed_at", "deadline_at", "continue_from_task_id", "correlation_id",
-    "idempotency_key", "final_response", "final_response_truncated", "result", "manifest", "manifest_sha256",
-    "error_code", "error_message", "pending_request_id", "pending_request",
+    "task_id",
+    "runtime",
+    "workdir_alias",
+    "workdir_slot",
+    "relative_cwd",
+    "profile",
+    "status",
+    "created_at",
+    "updated_at",
+    "started_at",
+    "completed_at",
+    "deadline_at",
+    "continue_from_task_id",
+    "correlation_id",
+    "idempotency_key",
+    "final_response",
+    "final_response_truncated",
+    "result",
+    "manifest",
+    "manifest_sha256",
+    "error_code",
+    "error_message",
+    "pending_request_id",
+    "pending_request",
   ];
 
   test("has exactly the task object fields and never native ids, provider fields or the fingerprint", () => {
@@ -369,12 +398,14 @@ describe("task object", () => {
       set: { final_response: "preview", result_storage: "spool", result_size_bytes: 300_000, result_sha256: "a".repeat(64) },
     });
     expect(store.getTaskObject(spooled)).toMatchObject({
-      final_response: "preview", final_response_truncated: true,
+      final_response: "preview",
+      final_response_truncated: true,
       result: { storage: "spool", size_bytes: 300_000, sha256: "a".repeat(64), retrievable: true },
     });
     const fresh = store.getTaskObject(insert(store))!;
     expect(fresh).toMatchObject({
-      final_response: null, final_response_truncated: false,
+      final_response: null,
+      final_response_truncated: false,
       result: { storage: "inline", size_bytes: null, sha256: null, retrievable: false },
     });
   });
@@ -387,9 +418,15 @@ describe("task object", () => {
     const o = store.getTaskObject(id)!;
     expect(o.pending_request_id).toBe(req);
     expect(o.pending_request).toEqual({
-      request_id: req, task_id: id, kind: "approval", status: "pending",
+      request_id: req,
+      task_id: id,
+      kind: "approval",
+      status: "pending",
       payload: { category: "command", title: "t", available_decisions: [] },
-      created_at: o.pending_request!.created_at, expires_at: expiresAt, resolved_at: null, resolution: null,
+      created_at: o.pending_request!.created_at,
+      expires_at: expiresAt,
+      resolved_at: null,
+      resolution: null,
     });
     expect(store.getTaskObject("agt_000000000000000000000000")).toBeNull();
   });

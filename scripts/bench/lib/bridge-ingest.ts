@@ -46,8 +46,7 @@ function storedEvents(stateDir: string, taskIds: string[]): Stored {
       .get(...taskIds)!;
     const all = db.query<{ n: number }, string[]>(`SELECT COUNT(*) AS n FROM events WHERE task_id IN ${inList}`).get(...taskIds)!;
     const perTask = taskIds.map(
-      (id) =>
-        db.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM events WHERE event_type = 'agent.message' AND task_id = ?").get(id)!.n,
+      (id) => db.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM events WHERE event_type = 'agent.message' AND task_id = ?").get(id)!.n,
     );
     return { provider: provider.n, all: all.n, first: provider.first, last: provider.last, perTask };
   } finally {

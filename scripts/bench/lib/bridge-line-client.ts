@@ -28,7 +28,8 @@ export async function connectLines(socketPath: string): Promise<LineClient> {
     while (unsent !== null) {
       const n = socket.write(unsent);
       if (n === unsent.length) unsent = null;
-      else if (n <= 0) return; // wait for drain
+      else if (n <= 0)
+        return; // wait for drain
       else unsent = unsent.subarray(n);
     }
   };
@@ -79,13 +80,7 @@ export interface RoundTrips {
  * Sends `line` `total` times keeping `depth` requests in flight (1 = strictly sequential) and
  * checks every answer with `accept`.
  */
-export async function roundTrips(
-  client: LineClient,
-  line: string,
-  total: number,
-  depth: number,
-  accept: (response: string) => boolean,
-): Promise<RoundTrips> {
+export async function roundTrips(client: LineClient, line: string, total: number, depth: number, accept: (response: string) => boolean): Promise<RoundTrips> {
   const latencies: number[] = [];
   let sent = 0;
   const lane = async () => {

@@ -8,15 +8,7 @@
  * (`max_result`), the case that keeps a whole string. The aim is a peak under the idle RSS plus twice
  * the line.
  */
-import {
-  type BridgeEnv,
-  type BridgeProcess,
-  bridgeEnv,
-  call,
-  isTerminalTask,
-  startBridgeProcess,
-  waitForTask,
-} from "../../../test/helpers/bridge.ts";
+import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, isTerminalTask, startBridgeProcess, waitForTask } from "../../../test/helpers/bridge.ts";
 import { peakRssMb, settledRss } from "./bridge-rss.ts";
 
 const MIB = 1024 * 1024;

@@ -9,13 +9,13 @@
  */
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
-import { buildManifest } from "../../../src/shared/manifest.ts";
 import { newMark, newTaskId } from "../../../src/shared/ids.ts";
+import { buildManifest } from "../../../src/shared/manifest.ts";
 import { writeSpool } from "../../../src/shared/spool.ts";
-import { encoder } from "../../../src/shared/utf8.ts";
-import { CREATE_INDEXES_AND_TRIGGERS, CREATE_TABLES } from "../../../src/shared/store/schema.ts";
 import { DB_FILE, Store } from "../../../src/shared/store/index.ts";
+import { CREATE_INDEXES_AND_TRIGGERS, CREATE_TABLES } from "../../../src/shared/store/schema.ts";
 import { addSecondsIso } from "../../../src/shared/time.ts";
+import { encoder } from "../../../src/shared/utf8.ts";
 
 export interface FinishedTasks {
   count: number;

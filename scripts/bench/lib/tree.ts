@@ -55,9 +55,36 @@ function random(seed: number): () => number {
 }
 
 const WORDS = [
-  "config", "handle", "request", "session", "buffer", "stream", "parse", "render", "index", "token",
-  "state", "cache", "entry", "result", "value", "option", "client", "server", "record", "batch",
-  "worker", "queue", "event", "schema", "policy", "path", "limit", "offset", "window", "frame",
+  "config",
+  "handle",
+  "request",
+  "session",
+  "buffer",
+  "stream",
+  "parse",
+  "render",
+  "index",
+  "token",
+  "state",
+  "cache",
+  "entry",
+  "result",
+  "value",
+  "option",
+  "client",
+  "server",
+  "record",
+  "batch",
+  "worker",
+  "queue",
+  "event",
+  "schema",
+  "policy",
+  "path",
+  "limit",
+  "offset",
+  "window",
+  "frame",
 ];
 
 const pick = <T>(rnd: () => number, xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
@@ -80,8 +107,7 @@ function codeLine(rnd: () => number): string {
 }
 
 /** A filler file: 9–34 lines. */
-const fillerText = (rnd: () => number) =>
-  `${Array.from({ length: 9 + Math.floor(rnd() * 26) }, () => codeLine(rnd)).join("\n")}\n`;
+const fillerText = (rnd: () => number) => `${Array.from({ length: 9 + Math.floor(rnd() * 26) }, () => codeLine(rnd)).join("\n")}\n`;
 
 /** A larger text file of 120–720 lines (≈ 8–50 KB); about one line in 250 holds the needle. */
 function searchableText(rnd: () => number): { text: string; hits: number } {

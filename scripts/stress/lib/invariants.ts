@@ -11,8 +11,8 @@ import { readGuard } from "../../../src/shared/leases/guard-files.ts";
 import { DB_FILE } from "../../../src/shared/store/index.ts";
 import { mcpView, type WriteEnv } from "../../../test/durability/support.ts";
 import { call } from "../../../test/helpers/bridge.ts";
-import type { Violations } from "./ground.ts";
 import { taggedProcesses } from "./generations.ts";
+import type { Violations } from "./ground.ts";
 import { eventKey, isTerminalStatus, type Ledger } from "./ledger.ts";
 
 export interface StateView {
@@ -78,9 +78,7 @@ function readDatabase(stateDir: string): { rows: Map<string, Row>; events: Map<s
   try {
     db.run("PRAGMA busy_timeout = 5000");
     const rows = new Map<string, Row>();
-    for (const r of db
-      .query<Row, []>("SELECT task_id, status, profile, workdir_slot, started_at, event_count, final_response, error_code FROM tasks")
-      .all()) {
+    for (const r of db.query<Row, []>("SELECT task_id, status, profile, workdir_slot, started_at, event_count, final_response, error_code FROM tasks").all()) {
       rows.set(r.task_id, r);
     }
     const events = new Map<string, StoredEvent[]>();
@@ -148,7 +146,8 @@ export async function checkInvariants(view: StateView, ledger: Ledger, v: Violat
   for (const [id, acked] of ledger.events) {
     const stored = new Map((events.get(id) ?? []).map((e) => [e.event_id, eventKey(e)]));
     for (const [eventId, key] of acked) {
-      if (stored.get(eventId) !== key) v.add("acked_event_lost", `${id} event ${eventId} (${key.slice(0, 40)}) read once, now ${stored.get(eventId)?.slice(0, 40) ?? "absent"}`);
+      if (stored.get(eventId) !== key)
+        v.add("acked_event_lost", `${id} event ${eventId} (${key.slice(0, 40)}) read once, now ${stored.get(eventId)?.slice(0, 40) ?? "absent"}`);
     }
   }
 
@@ -237,7 +236,8 @@ export async function checkInvariants(view: StateView, ledger: Ledger, v: Violat
   // every orphan terminated
   if (opts.settled && opts.run !== undefined) {
     for (const p of taggedProcesses(opts.run.id)) {
-      if (p.generation < opts.run.generation) v.add("orphan_alive", `pid ${p.pid} of generation ${p.generation} (${p.command}) alive in generation ${opts.run.generation}`);
+      if (p.generation < opts.run.generation)
+        v.add("orphan_alive", `pid ${p.pid} of generation ${p.generation} (${p.command}) alive in generation ${opts.run.generation}`);
     }
   }
 

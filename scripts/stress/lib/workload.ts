@@ -20,7 +20,13 @@ const KINDS: [number, (r: Rng, i: number) => TaskSpec][] = [
   [3, (_r, i) => ({ kind: "complete", profile: "review", prompt: `complete:c${i}`, expectFinal: `c${i}`, events: null })],
   [
     4,
-    (r, i) => ({ kind: "sleep", profile: r.pick(["review", "workspace-write"] as const), prompt: `sleep:${r.int(50, 3000)}:s${i}`, expectFinal: `s${i}`, events: null }),
+    (r, i) => ({
+      kind: "sleep",
+      profile: r.pick(["review", "workspace-write"] as const),
+      prompt: `sleep:${r.int(50, 3000)}:s${i}`,
+      expectFinal: `s${i}`,
+      events: null,
+    }),
   ],
   [
     3,

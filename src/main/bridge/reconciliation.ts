@@ -116,10 +116,7 @@ const settled = <T>(p: Promise<T>): Promise<Settled<T>> =>
   );
 
 /** A guard entry as startup finds it: invalid (G3), naming an active task (handled with it), or alone (G1, G2). */
-type GuardAtStartup =
-  | { kind: "invalid"; slot: number }
-  | { kind: "handled" }
-  | { kind: "alone"; slot: number; guard: Guard; row: TaskRow | null };
+type GuardAtStartup = { kind: "invalid"; slot: number } | { kind: "handled" } | { kind: "alone"; slot: number; guard: Guard; row: TaskRow | null };
 
 function guardAtStartup(scope: StartupScope, slot: number, handled: ReadonlySet<string>): GuardAtStartup {
   const read = readGuard(scope.lockDir, slot);

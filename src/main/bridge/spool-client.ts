@@ -6,14 +6,11 @@
  */
 import { type StartedWorker, startWorker } from "../../shared/comlink-worker.ts";
 import { ServerFsError } from "../../shared/errors.ts";
-import { workerUrl } from "../self-command.ts";
 import type { SpoolApi } from "../../workers/spool-worker.ts";
+import { workerUrl } from "../self-command.ts";
 
 export type SpoolWorker = StartedWorker<SpoolApi>;
 
 export function startSpoolWorker(): SpoolWorker {
-  return startWorker<SpoolApi>(
-    workerUrl("spool-worker"),
-    () => new ServerFsError("AGENT_RESULT_STORAGE_ERROR", "the spool worker stopped"),
-  );
+  return startWorker<SpoolApi>(workerUrl("spool-worker"), () => new ServerFsError("AGENT_RESULT_STORAGE_ERROR", "the spool worker stopped"));
 }

@@ -11,8 +11,8 @@ import { type Config, ConfigError, groupSharing, loadConfig } from "../../shared
 import { ServerFsError } from "../../shared/errors.ts";
 import { PRIVATE_DIR } from "../../shared/fs/modes.ts";
 import { removeLeftoverGuardTemps } from "../../shared/leases/guard-files.ts";
-import type { SweepFinding } from "../../shared/leases/reconcile-verdict.ts";
 import { ensurePrivateDir, prepareLockDir } from "../../shared/leases/lock-files.ts";
+import type { SweepFinding } from "../../shared/leases/reconcile-verdict.ts";
 import { collectGarbage } from "../../shared/retention.ts";
 import { ensureResultsDir, removeLeftoverTemps } from "../../shared/spool.ts";
 import { Store } from "../../shared/store/index.ts";
@@ -21,15 +21,15 @@ import { Workspaces } from "../../shared/workspace.ts";
 import type { MaintenanceApi, PassFailure, PassReport } from "../../workers/maintenance-worker.ts";
 import type { ProviderWorker } from "../../workers/provider-worker.ts";
 import { createAdapters, type RuntimeOptions } from "../../workers/runtimes.ts";
+import { isCompiled, selfCommand, workerUrl } from "../self-command.ts";
 import { acquireInstanceLock, type InstanceLock } from "./instance-lock.ts";
 import { reconcileAtStartup } from "./reconciliation.ts";
-import { startSpoolWorker } from "./spool-client.ts";
-import { isCompiled, selfCommand, workerUrl } from "../self-command.ts";
-import { bridgeHandlers } from "./rpc-handlers.ts";
 import { startRpcServer } from "./rpc/server.ts";
+import { bridgeHandlers } from "./rpc-handlers.ts";
 import { RuntimeProbes } from "./service/runtime-probes.ts";
 import { singleFlight } from "./service/single-flight.ts";
 import { TaskService } from "./service/task-service.ts";
+import { startSpoolWorker } from "./spool-client.ts";
 
 export interface RunningBridge {
   service: TaskService;
@@ -118,7 +118,17 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
       handlers: bridgeHandlers(service),
       isClosing: () => service.isClosing,
       // protocol detail only at debug: no per-request cost otherwise
-      onAnswered: config.server.log_level === "debug" ? (method, r, ms) => audit.debug("rpc_answered", { method, request_id: r.request_id, ok: r.ok, error_code: r.ok ? undefined : r.error?.code, ms: Math.round(ms * 10) / 10 }) : undefined,
+      onAnswered:
+        config.server.log_level === "debug"
+          ? (method, r, ms) =>
+              audit.debug("rpc_answered", {
+                method,
+                request_id: r.request_id,
+                ok: r.ok,
+                error_code: r.ok ? undefined : r.error?.code,
+                ms: Math.round(ms * 10) / 10,
+              })
+          : undefined,
     });
     // the operator's own files and the pid, in this one line only (docs/deployment.md "Logs")
     audit.info("bridge_started", {

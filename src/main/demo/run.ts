@@ -147,9 +147,12 @@ export async function runDemo(): Promise<number> {
     const { config } = layout(root);
     const starting = startBridge(config);
     // a signal during startup still leaves a Bridge to stop
-    starting.then((b) => {
-      bridge = b;
-    }, () => undefined);
+    starting.then(
+      (b) => {
+        bridge = b;
+      },
+      () => undefined,
+    );
     bridge = await raced(starting);
     const [cmd, ...args] = selfCommand("mcp", "--config", config);
     client = new Client({ name: "serverfs-demo", version: "1.0.0" });
@@ -222,7 +225,12 @@ export async function runDemo(): Promise<number> {
             }),
             "edit",
           );
-          const stale = await call("edit_text_file", { workdir: "demo", path: "src/app.ts", expected_revision: st.revision, edits: [{ old_text: "Hello", new_text: "Hi" }] });
+          const stale = await call("edit_text_file", {
+            workdir: "demo",
+            path: "src/app.ts",
+            expected_revision: st.revision,
+            edits: [{ old_text: "Hello", new_text: "Hi" }],
+          });
           expect(text(stale).startsWith("REVISION_CONFLICT"), "a stale revision was not refused");
           return [`edited: ${st.revision} → ${e.revision} (${e.bytes_after} bytes)`, `the old revision again → ${text(stale).split(":")[0]}`];
         },
@@ -257,7 +265,10 @@ export async function runDemo(): Promise<number> {
             await call("read_agent_task_events", { task_id: tasks.task_id }),
             "events",
           );
-          expect(ev.events.every((e) => e.correlation_id === "demo-run-2"), "correlation id missing on events");
+          expect(
+            ev.events.every((e) => e.correlation_id === "demo-run-2"),
+            "correlation id missing on events",
+          );
           return ev.events.map((e) => `#${e.event_id} ${e.event_type}`);
         },
       },
@@ -266,7 +277,10 @@ export async function runDemo(): Promise<number> {
         run: async () => {
           const unit = "ServerFS ✓ 多字节 ";
           const n = 20_000;
-          const s = ok<{ task_id: string }>(await call("submit_agent_task", { runtime: "fake", workdir: "demo", prompt: `repeat:${n}:${unit}`, profile: "review" }), "submit");
+          const s = ok<{ task_id: string }>(
+            await call("submit_agent_task", { runtime: "fake", workdir: "demo", prompt: `repeat:${n}:${unit}`, profile: "review" }),
+            "submit",
+          );
           const t = await waitFor(s.task_id, (x) => x["status"] === "succeeded");
           const result = t["result"] as { storage: string; size_bytes: number; sha256: string };
           expect(result.storage === "spool", "the result was not spooled");
@@ -307,7 +321,10 @@ export async function runDemo(): Promise<number> {
             await Bun.sleep(100);
           }
           ok(created!, "create after cancel");
-          return [`while the task runs: create_text_file → ${text(busy).split(":")[0]}`, `cancel → ${cancelled.status}; the lease is released and the write succeeds`];
+          return [
+            `while the task runs: create_text_file → ${text(busy).split(":")[0]}`,
+            `cancel → ${cancelled.status}; the lease is released and the write succeeds`,
+          ];
         },
       },
     ];

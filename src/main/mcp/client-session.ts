@@ -41,12 +41,7 @@ function offersForms(server: Server): boolean {
  * works over stdio and over Streamable HTTP without a GET stream. Null when the client declared no
  * form elicitation or `[server] elicitation` is off.
  */
-export function askerFor(
-  server: Server,
-  enabled: boolean,
-  extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
-  processEnd: AbortSignal,
-): Ask | null {
+export function askerFor(server: Server, enabled: boolean, extra: RequestHandlerExtra<ServerRequest, ServerNotification>, processEnd: AbortSignal): Ask | null {
   if (!enabled || !offersForms(server)) return null;
   const signal = AbortSignal.any([processEnd, extra.signal]);
   return (form) =>

@@ -2,10 +2,9 @@
  * What every MCP tool factory receives: the frozen config, the workdirs, the audit log, the
  * bound on heavy calls (with the walk pool behind it) and the transport.
  */
-import type { AuditLog } from "../../shared/audit.ts";
+import type { AuditFields, AuditLog } from "../../shared/audit.ts";
 import type { Config } from "../../shared/config/load.ts";
 import { ServerFsError } from "../../shared/errors.ts";
-import type { AuditFields } from "../../shared/audit.ts";
 import type { Workspace, Workspaces } from "../../shared/workspace.ts";
 import type { HeavyCalls } from "./heavy-calls.ts";
 import type { Transport } from "./transfer-limit.ts";

@@ -23,13 +23,7 @@ function rangeWords({ min, max, cap }: IntRange): string {
 
 /** An integer parameter; without `max` it declares the largest safe integer, as every integer must declare one. */
 export const intParam = (about: string, range: IntRange) =>
-  v.pipe(
-    v.number(),
-    v.integer(),
-    v.minValue(range.min),
-    v.maxValue(range.max ?? Number.MAX_SAFE_INTEGER),
-    v.description(sentence(about, rangeWords(range))),
-  );
+  v.pipe(v.number(), v.integer(), v.minValue(range.min), v.maxValue(range.max ?? Number.MAX_SAFE_INTEGER), v.description(sentence(about, rangeWords(range))));
 
 /** A string rule the schema states as a `pattern`, with the words that say it. */
 export interface TextRule {
@@ -44,9 +38,7 @@ export const textParam = (about: string) => v.pipe(v.string(), v.description(abo
 /** A string of at least one character, and following `rule` when given. */
 export const nonEmptyTextParam = (about: string, rule?: TextRule) => {
   const words = sentence(about, "At least 1 character.", rule?.words);
-  return rule
-    ? v.pipe(v.string(), v.minLength(1), v.regex(rule.regex), v.description(words))
-    : v.pipe(v.string(), v.minLength(1), v.description(words));
+  return rule ? v.pipe(v.string(), v.minLength(1), v.regex(rule.regex), v.description(words)) : v.pipe(v.string(), v.minLength(1), v.description(words));
 };
 
 export const nullableTextParam = (about: string) => v.pipe(v.nullable(v.string()), v.description(about));
@@ -69,8 +61,6 @@ export const withDefault = <T extends v.GenericSchema, const D extends v.InferIn
 export const workdirParam = () => textParam("The workdir's alias, as list_workdirs shows it.");
 
 /** A path inside a workdir; `about` says what must be there. */
-export const pathParam = (about: string) =>
-  textParam(sentence(about, 'Relative to the workdir\'s root, "/"-separated; "" is the root itself.'));
+export const pathParam = (about: string) => textParam(sentence(about, 'Relative to the workdir\'s root, "/"-separated; "" is the root itself.'));
 
-export const revisionParam = (from: string) =>
-  textParam(`The revision the object must still have, from ${from}; any other state is REVISION_CONFLICT.`);
+export const revisionParam = (from: string) => textParam(`The revision the object must still have, from ${from}; any other state is REVISION_CONFLICT.`);

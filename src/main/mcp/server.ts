@@ -22,7 +22,7 @@ import { elicitPending } from "./agent/elicitation/elicit-pending.ts";
 import { askerFor, type ClientSession } from "./client-session.ts";
 import type { McpDeps } from "./deps.ts";
 import { serverInstructions } from "./instructions.ts";
-import { readResource, RESOURCE_TEMPLATE } from "./resource.ts";
+import { RESOURCE_TEMPLATE, readResource } from "./resource.ts";
 import { McpTasks, TASKS_CAPABILITY } from "./tasks/mcp-tasks.ts";
 import type { ToolOutcome } from "./tasks/tool-outcome.ts";
 import { bulkLast, describeArgumentIssue, dropNulls, jsonSchemaOf, type ToolCall, type ToolDef, WithContent } from "./tool.ts";

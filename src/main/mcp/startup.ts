@@ -4,15 +4,15 @@
  * lock files or walks a workdir.
  */
 import { AuditLog } from "../../shared/audit.ts";
+import { BridgeClient } from "../../shared/bridge-protocol/client.ts";
 import { type Config, ConfigError, loadConfig } from "../../shared/config/load.ts";
 import { VERSION } from "../../shared/version.ts";
 import { Workspaces } from "../../shared/workspace.ts";
 import type { BridgeCaller } from "./agent/agent-tool.ts";
-import { BridgeClient } from "../../shared/bridge-protocol/client.ts";
 import type { McpDeps } from "./deps.ts";
 import { HeavyCalls } from "./heavy-calls.ts";
-import { agentToolsEnabled, buildTools } from "./tools/index.ts";
 import type { ToolDef } from "./tool.ts";
+import { agentToolsEnabled, buildTools } from "./tools/index.ts";
 import type { Transport } from "./transfer-limit.ts";
 
 export interface McpRuntime {

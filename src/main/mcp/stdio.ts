@@ -4,9 +4,9 @@
  * process here at once: nothing pending may keep it alive, and no abandoned call answers.
  */
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { oversizedAnswer } from "./oversized-message.ts";
 import { createMcpServer } from "./server.ts";
 import { auditStartup, type McpRuntime } from "./startup.ts";
-import { oversizedAnswer } from "./oversized-message.ts";
 import { StdioFlow } from "./stdio-flow.ts";
 import { incomingMessageLimit } from "./transfer-limit.ts";
 
@@ -29,11 +29,17 @@ export async function serveStdio(rt: McpRuntime): Promise<void> {
   // BINARY_PAYLOAD_TOO_LARGE, and so is one longer still, read only in part (oversized-message.ts).
   // Neither ends the session.
   const maxLine = incomingMessageLimit(rt.deps.config);
-  const flow = new StdioFlow(process.stdin, process.stdout, maxLine, () => end(0), (line) => {
-    const answer = oversizedAnswer(line.head, line.bytes, maxLine);
-    rt.deps.audit.warn("stdio_message_too_large", { bytes: line.bytes, limit: maxLine, answered: answer?.code ?? null });
-    return answer?.message ?? null;
-  });
+  const flow = new StdioFlow(
+    process.stdin,
+    process.stdout,
+    maxLine,
+    () => end(0),
+    (line) => {
+      const answer = oversizedAnswer(line.head, line.bytes, maxLine);
+      rt.deps.audit.warn("stdio_message_too_large", { bytes: line.bytes, limit: maxLine, answered: answer?.code ?? null });
+      return answer?.message ?? null;
+    },
+  );
   await server.connect(
     new StdioServerTransport(flow.input as unknown as NodeJS.ReadStream, flow.output as unknown as NodeJS.WriteStream, { maxBufferSize: maxLine }),
   );

@@ -39,12 +39,7 @@ export function binaryTransferLimit(ws: Workspace, transport: Transport, envelop
  * BINARY_FILE_TOO_LARGE or BINARY_PAYLOAD_TOO_LARGE for a transfer over `limit`; when stdio's cap,
  * not the workdir's setting, is what refuses it, the message says so and names the way around.
  */
-export function transferTooLarge(
-  code: "BINARY_FILE_TOO_LARGE" | "BINARY_PAYLOAD_TOO_LARGE",
-  ws: Workspace,
-  limit: number,
-  where: string,
-): ServerFsError {
+export function transferTooLarge(code: "BINARY_FILE_TOO_LARGE" | "BINARY_PAYLOAD_TOO_LARGE", ws: Workspace, limit: number, where: string): ServerFsError {
   const what = code === "BINARY_FILE_TOO_LARGE" ? "the file" : "the payload";
   if (limit < ws.policy.max_binary_transfer_bytes) {
     return new ServerFsError(code, `${where} ${what} exceeds ${limit} bytes, the largest binary transfer stdio can carry; use the HTTP transport for it`);

@@ -14,9 +14,10 @@
  * an `mcp_path` this host cannot see only warns (it may exist only inside the MCP container).
  * The operator's own terminal may see the configured paths; nothing is written to stderr.
  */
-import { type Stats, lstatSync, statSync } from "node:fs";
+import { lstatSync, type Stats, statSync } from "node:fs";
 import { dirname, isAbsolute } from "node:path";
 import * as v from "valibot";
+import { BridgeClient } from "../../shared/bridge-protocol/client.ts";
 import { type Config, ConfigError, expandHome, groupSharing, loadConfig } from "../../shared/config/load.ts";
 import { ServerFsError } from "../../shared/errors.ts";
 import { dirMode, fileMode, octal, ownUid, PRIVATE_DIR, permissionBits } from "../../shared/fs/modes.ts";
@@ -24,7 +25,6 @@ import { activeDir, guardedSlots, readGuard } from "../../shared/leases/guard-fi
 import { lockPath, SLOTS, slotName } from "../../shared/leases/lock-files.ts";
 import { isTerminal } from "../../shared/store/task-states.ts";
 import { enabledRuntimes } from "../../workers/runtimes.ts";
-import { BridgeClient } from "../../shared/bridge-protocol/client.ts";
 import { RuntimesResult, TaskResult } from "../mcp/agent/schemas.ts";
 import { paint, printLine, runCommand, table } from "./output.ts";
 

@@ -110,9 +110,11 @@ export async function applyHostSetup(host: Host, configPath: string, opts: { aut
     return { done: `added [mcp_servers.${SERVER_NAME}] to ${file}` };
   }
   const claude = Bun.which("claude");
-  if (claude === null) throw new ServerFsError("AGENT_RUNTIME_UNAVAILABLE", "the claude command is not on PATH; install Claude Code or run the printed command where it is");
+  if (claude === null)
+    throw new ServerFsError("AGENT_RUNTIME_UNAVAILABLE", "the claude command is not on PATH; install Claude Code or run the printed command where it is");
   const existing = Bun.spawnSync([claude, "mcp", "get", SERVER_NAME], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  if (existing.exitCode === 0) return { unchanged: `Claude Code already has a server named ${SERVER_NAME}; \`claude mcp remove ${SERVER_NAME} --scope user\` first to replace it` };
+  if (existing.exitCode === 0)
+    return { unchanged: `Claude Code already has a server named ${SERVER_NAME}; \`claude mcp remove ${SERVER_NAME} --scope user\` first to replace it` };
   const added = Bun.spawnSync([claude, ...claudeCodeArgs(configPath)], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   if (added.exitCode !== 0) {
     throw new ServerFsError("MUTATION_IO_ERROR", `claude mcp add failed (exit ${added.exitCode}): ${added.stderr.toString().trim().split("\n")[0] ?? ""}`);

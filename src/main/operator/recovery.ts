@@ -14,7 +14,9 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { AuditLog } from "../../shared/audit.ts";
+import { BridgeClient } from "../../shared/bridge-protocol/client.ts";
 import { type Config, loadConfig } from "../../shared/config/load.ts";
+import { suggestion } from "../../shared/did-you-mean.ts";
 import { isServerFsError, ServerFsError } from "../../shared/errors.ts";
 import { checkSlot } from "../../shared/leases/lock-files.ts";
 import {
@@ -26,10 +28,8 @@ import {
   RecoveryListResultSchema,
 } from "../../shared/leases/operator-override.ts";
 import { DB_FILE, Store } from "../../shared/store/index.ts";
-import { acquireInstanceLock } from "../bridge/instance-lock.ts";
 import { booleanFlag, type ParsedArgs, stringFlag, UsageError } from "../args.ts";
-import { suggestion } from "../../shared/did-you-mean.ts";
-import { BridgeClient } from "../../shared/bridge-protocol/client.ts";
+import { acquireInstanceLock } from "../bridge/instance-lock.ts";
 import { printJson, printLine, runCommand, table } from "./output.ts";
 
 export async function runRecovery(args: ParsedArgs, configPath: string | undefined): Promise<number> {
@@ -133,7 +133,15 @@ function printListing(guards: GuardListing[]): void {
   const rows = guards.map((g) =>
     g.task_id === null
       ? [String(g.slot), "(invalid guard)", "-", "-", "-", "-", "-"]
-      : [String(g.slot), g.task_id, g.runtime ?? "-", g.workdir_alias ?? "-", g.created_at ?? "-", g.task_status ?? "(no task row)", verdictText(g.last_verdict)],
+      : [
+          String(g.slot),
+          g.task_id,
+          g.runtime ?? "-",
+          g.workdir_alias ?? "-",
+          g.created_at ?? "-",
+          g.task_status ?? "(no task row)",
+          verdictText(g.last_verdict),
+        ],
   );
   for (const line of table(rows, ["SLOT", "TASK", "RUNTIME", "WORKDIR", "CREATED", "STATUS", "VERDICT"])) printLine(line);
 }

@@ -12,7 +12,9 @@ const ALIAS_MAX = 32;
 
 /** `My Project.v2` → `my-project-v2`; a name that starts with no letter gets `w-` before it. */
 export function aliasFor(dir: string, taken: ReadonlySet<string>): string {
-  let base = basename(dir).toLowerCase().replace(/[^a-z0-9_-]/g, "-");
+  let base = basename(dir)
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]/g, "-");
   if (!/^[a-z]/.test(base)) base = `w-${base}`;
   base = base.slice(0, ALIAS_MAX);
   if (base === "w-") base = "workdir";

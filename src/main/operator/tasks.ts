@@ -12,14 +12,14 @@
  * Nothing here writes to stderr: a coded failure propagates to cli.ts (`serverfs: CODE: message`, exit 1).
  */
 import * as v from "valibot";
+import { BridgeClient } from "../../shared/bridge-protocol/client.ts";
 import { loadConfig } from "../../shared/config/load.ts";
+import { suggestion } from "../../shared/did-you-mean.ts";
 import { isServerFsError } from "../../shared/errors.ts";
 import { LIMITS } from "../../shared/limits.ts";
 import { isTerminal, TASK_STATUSES } from "../../shared/store/task-states.ts";
 import { cutUtf8 } from "../../shared/utf8.ts";
 import { booleanFlag, intFlag, type ParsedArgs, stringFlag, UsageError } from "../args.ts";
-import { suggestion } from "../../shared/did-you-mean.ts";
-import { BridgeClient } from "../../shared/bridge-protocol/client.ts";
 import { EventsResult, TaskResult } from "../mcp/agent/schemas.ts";
 import { paint, printJson, printJsonLine, printLine, runCommand, type Style, table, writeStdout } from "./output.ts";
 
@@ -59,7 +59,11 @@ export async function runTasks(args: ParsedArgs, configPath: string | undefined)
   const wantsId = sub === "show" || sub === "events" || sub === "tail";
   if (sub === "list" && taskId !== undefined) throw new UsageError("tasks list takes no task id", "tasks");
   if (wantsId && taskId === undefined) throw new UsageError(`tasks ${sub} needs a task id`, "tasks");
-  if (!wantsId && sub !== "list") throw new UsageError(sub === undefined ? "tasks needs list, show, events or tail" : `unknown tasks command ${sub}${suggestion(sub, TASKS_SUBCOMMANDS)}`, "tasks");
+  if (!wantsId && sub !== "list")
+    throw new UsageError(
+      sub === undefined ? "tasks needs list, show, events or tail" : `unknown tasks command ${sub}${suggestion(sub, TASKS_SUBCOMMANDS)}`,
+      "tasks",
+    );
 
   const limit = intFlag(args, "--limit", 1, sub === "list" ? LIMITS.max_task_page : LIMITS.max_event_page, "tasks");
   const after = intFlag(args, "--after", 0, Number.MAX_SAFE_INTEGER, "tasks") ?? 0;
@@ -82,11 +86,7 @@ export async function runTasks(args: ParsedArgs, configPath: string | undefined)
 const getTask = (client: BridgeClient, taskId: string) => client.call("task.get", { task_id: taskId }, { result: TaskResult });
 
 function eventsPage(client: BridgeClient, taskId: string, after: number, limit: number, waitMs = 0) {
-  return client.call(
-    "task.events",
-    { task_id: taskId, after_event_id: after, limit, wait_ms: waitMs },
-    { result: EventsResult, extraTimeoutMs: waitMs },
-  );
+  return client.call("task.events", { task_id: taskId, after_event_id: after, limit, wait_ms: waitMs }, { result: EventsResult, extraTimeoutMs: waitMs });
 }
 
 /** A task as `list` shows it: everything but the final response (only `show` previews that). */
@@ -157,7 +157,9 @@ function resultSummary(task: Task): string {
   const why = task.error_code === null ? "" : ` (${task.error_code})`;
   switch (task.status) {
     case "succeeded":
-      return task.manifest_sha256 === null ? "none recorded (a task migrated from v0.6, which kept no result)" : "none (the agent ended without a final response)";
+      return task.manifest_sha256 === null
+        ? "none recorded (a task migrated from v0.6, which kept no result)"
+        : "none (the agent ended without a final response)";
     case "failed":
       return `none: the task failed${why}`;
     case "cancelled":

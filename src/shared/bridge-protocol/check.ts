@@ -19,8 +19,7 @@ function missingKey(schema: StrictObject, value: Record<string, unknown>): strin
   return null;
 }
 
-const hasUnknownKey = (schema: StrictObject, value: Record<string, unknown>) =>
-  Object.keys(value).some((key) => !Object.hasOwn(schema.entries, key));
+const hasUnknownKey = (schema: StrictObject, value: Record<string, unknown>) => Object.keys(value).some((key) => !Object.hasOwn(schema.entries, key));
 
 /** True when `value` has every required key of `schema` and no other key. */
 export function keySetMatches(schema: StrictObject, value: Record<string, unknown>): boolean {

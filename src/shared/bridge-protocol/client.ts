@@ -15,24 +15,19 @@
  * An encoded request over 1 MiB is never sent (REQUEST_TOO_LARGE). Sockets and timers are unref'd:
  * a call in flight never delays process exit.
  */
-import { newRpcRequestId } from "../ids.ts";
+
 import { createConnection } from "node:net";
 import { resolve } from "node:path";
 import * as v from "valibot";
-import { keySetMatches } from "./check.ts";
 import { byteSize } from "../byte-size.ts";
-import {
-  ErrorBodySchema,
-  ErrorResponseSchema,
-  isJsonObject,
-  PROTOCOL_VERSION,
-  SuccessResponseSchema,
-} from "./envelope.ts";
-import type { Method, ParamsInput } from "./methods.ts";
 import { type Config, expandHome } from "../config/load.ts";
-import { LIMITS } from "../limits.ts";
 import { RelayedError, ServerFsError } from "../errors.ts";
+import { newRpcRequestId } from "../ids.ts";
+import { LIMITS } from "../limits.ts";
 import { decodeStrict } from "../utf8.ts";
+import { keySetMatches } from "./check.ts";
+import { ErrorBodySchema, ErrorResponseSchema, isJsonObject, PROTOCOL_VERSION, SuccessResponseSchema } from "./envelope.ts";
+import type { Method, ParamsInput } from "./methods.ts";
 
 export interface BridgeClientOptions {
   socketPath: string;
@@ -87,11 +82,7 @@ export class BridgeClient {
     });
   }
 
-  async call<M extends Method, R = Record<string, unknown>>(
-    method: M,
-    params: ParamsInput<M>,
-    options: CallOptions<R> = {},
-  ): Promise<R> {
+  async call<M extends Method, R = Record<string, unknown>>(method: M, params: ParamsInput<M>, options: CallOptions<R> = {}): Promise<R> {
     const requestId = newRpcRequestId();
     const line = Buffer.from(JSON.stringify({ protocol_version: PROTOCOL_VERSION, request_id: requestId, method, params }), "utf8");
     if (line.length > LIMITS.max_line_bytes) throw new ServerFsError("REQUEST_TOO_LARGE", `the request is over ${byteSize(LIMITS.max_line_bytes)}`);
@@ -184,9 +175,7 @@ function exchange(socketPath: string, line: Buffer, timeoutMs: number, signal: A
     });
     socket.on("close", () => {
       settle(
-        received === 0
-          ? unavailable("the Agent Bridge closed the connection without answering")
-          : malformed("the Bridge's response is not one line of JSON"),
+        received === 0 ? unavailable("the Agent Bridge closed the connection without answering") : malformed("the Bridge's response is not one line of JSON"),
       );
     });
   });

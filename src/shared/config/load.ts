@@ -11,8 +11,8 @@ import { isAbsolute, join } from "node:path";
 import * as v from "valibot";
 import { suggestion } from "../did-you-mean.ts";
 import { errnoReason } from "../fs/os-errors.ts";
-import { locateTomlError } from "./toml-location.ts";
 import { type AgentMode, type ConfigFile, ConfigFileSchema, type Policy, type RuntimeName } from "./schema.ts";
+import { locateTomlError } from "./toml-location.ts";
 
 export class ConfigError extends Error {
   override readonly name = "ConfigError";
@@ -72,9 +72,7 @@ export function findConfigFile(opts: LoadOptions): string {
   if (existsSync(local)) return local;
   const user = userConfigPath(env);
   if (existsSync(user)) return user;
-  throw new ConfigError(
-    "no config file found (use --config, SERVERFS_CONFIG, ./serverfs.toml or ~/.config/serverfs/serverfs.toml)",
-  );
+  throw new ConfigError("no config file found (use --config, SERVERFS_CONFIG, ./serverfs.toml or ~/.config/serverfs/serverfs.toml)");
 }
 
 export function loadConfig(opts: LoadOptions): Config {
@@ -249,9 +247,7 @@ function checkedSocketPath(p: string): string {
 function resolveSocketPath(file: ConfigFile, env: Record<string, string | undefined>): string {
   if (file.bridge.socket_path) return checkedSocketPath(expandHome(file.bridge.socket_path));
   const runtimeDir = env["XDG_RUNTIME_DIR"];
-  const p = runtimeDir
-    ? join(runtimeDir, "serverfs-agent-bridge", "bridge.sock")
-    : join(homedir(), ".local/state/serverfs-agent-bridge/run/bridge.sock");
+  const p = runtimeDir ? join(runtimeDir, "serverfs-agent-bridge", "bridge.sock") : join(homedir(), ".local/state/serverfs-agent-bridge/run/bridge.sock");
   return checkedSocketPath(p);
 }
 

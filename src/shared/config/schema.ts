@@ -5,8 +5,7 @@
 import { availableParallelism } from "node:os";
 import * as v from "valibot";
 
-const int = (min: number, max = Number.MAX_SAFE_INTEGER) =>
-  v.pipe(v.number(), v.integer(), v.minValue(min), v.maxValue(max));
+const int = (min: number, max = Number.MAX_SAFE_INTEGER) => v.pipe(v.number(), v.integer(), v.minValue(min), v.maxValue(max));
 const positive = () => int(1);
 const strings = () => v.array(v.string());
 
@@ -48,10 +47,7 @@ export const POLICY_DEFAULTS = {
 
 const DefaultsSchema = v.strictObject(
   Object.fromEntries(
-    Object.entries(policyEntries).map(([k, s]) => [
-      k,
-      v.optional(s as v.GenericSchema, POLICY_DEFAULTS[k as keyof typeof POLICY_DEFAULTS]),
-    ]),
+    Object.entries(policyEntries).map(([k, s]) => [k, v.optional(s as v.GenericSchema, POLICY_DEFAULTS[k as keyof typeof POLICY_DEFAULTS])]),
   ) as { [K in keyof typeof policyEntries]: v.OptionalSchema<(typeof policyEntries)[K], never> },
 );
 
@@ -154,10 +150,7 @@ export const ConfigFileSchema = v.strictObject({
   limits: v.optional(LimitsSchema, {}),
   workdirs: v.optional(v.pipe(v.array(WorkdirSchema), v.maxLength(16, "at most 16 workdirs")), []),
   bridge: v.optional(BridgeSchema, {}),
-  runtimes: v.optional(
-    v.strictObject({ codex: v.optional(CodexSchema, {}), claude: v.optional(ClaudeSchema, {}) }),
-    {},
-  ),
+  runtimes: v.optional(v.strictObject({ codex: v.optional(CodexSchema, {}), claude: v.optional(ClaudeSchema, {}) }), {}),
 });
 
 export type ConfigFile = v.InferOutput<typeof ConfigFileSchema>;

@@ -113,12 +113,7 @@ export function withDir<T>(realRoot: string, segments: readonly string[], ctx: W
 }
 
 /** Runs `fn` with the parent directory's handle and the final name (segments must be non-empty). */
-export function withParent<T>(
-  realRoot: string,
-  segments: readonly string[],
-  ctx: WalkContext,
-  fn: (parentFd: number, name: string) => T,
-): T {
+export function withParent<T>(realRoot: string, segments: readonly string[], ctx: WalkContext, fn: (parentFd: number, name: string) => T): T {
   const name = segments[segments.length - 1]!;
   return withDir(realRoot, segments.slice(0, -1), ctx, (fd) => fn(fd, name));
 }

@@ -1,6 +1,6 @@
 /** What ServerFS reports about one filesystem object: its type, size, time and revision token. */
 import { createHash } from "node:crypto";
-import { constants, type BigIntStats } from "node:fs";
+import { type BigIntStats, constants } from "node:fs";
 
 export type EntryType = "file" | "directory" | "symlink" | "other";
 

@@ -7,8 +7,8 @@
 import {
   closeSync,
   constants,
-  fchownSync,
   fchmodSync,
+  fchownSync,
   fsyncSync,
   linkSync,
   lstatSync,

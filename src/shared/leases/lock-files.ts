@@ -28,7 +28,8 @@ export function ensurePrivateDir(dir: string, mode: number, gid: number | null, 
     throw fail(`the directory cannot be created (${errnoReason(e)}); create it, or choose a writable place`);
   }
   const st = lstatSync(dir);
-  if (!st.isDirectory() || st.isSymbolicLink()) throw fail("the directory is not a real directory (a symbolic link or a file); point the setting at a real directory");
+  if (!st.isDirectory() || st.isSymbolicLink())
+    throw fail("the directory is not a real directory (a symbolic link or a file); point the setting at a real directory");
   if (st.uid !== ownUid()) throw fail(`the directory is owned by uid ${st.uid}, not by this user (uid ${ownUid()}); chown it or choose another directory`);
   try {
     const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW | O_CLOEXEC);
@@ -39,7 +40,9 @@ export function ensurePrivateDir(dir: string, mode: number, gid: number | null, 
     }
     if (gid !== null) chownSync(dir, ownUid(), gid);
   } catch (e) {
-    throw fail(`the directory cannot be made private (mode ${octal(mode)}${gid !== null ? `, group ${gid}` : ""}): ${errnoReason(e)}; it must be on a writable file system you own`);
+    throw fail(
+      `the directory cannot be made private (mode ${octal(mode)}${gid !== null ? `, group ${gid}` : ""}): ${errnoReason(e)}; it must be on a writable file system you own`,
+    );
   }
 }
 

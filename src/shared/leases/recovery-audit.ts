@@ -7,11 +7,7 @@
 import type { AuditLog } from "../audit.ts";
 import { nowIso } from "../time.ts";
 
-export type RecoveryEvent =
-  | "recovery.orphan_terminated"
-  | "recovery.guard_removed"
-  | "recovery.guard_kept"
-  | "recovery.operator_cleared";
+export type RecoveryEvent = "recovery.orphan_terminated" | "recovery.guard_removed" | "recovery.guard_kept" | "recovery.operator_cleared";
 
 export interface RecoverySubject {
   slot: number | null;

@@ -15,12 +15,12 @@
  * events before the breaking one stay committed.
  */
 import type { Database } from "bun:sqlite";
-import { writeImmediate } from "./write.ts";
 import { ServerFsError } from "../errors.ts";
 import { LIMITS } from "../limits.ts";
 import { byteLength } from "../utf8.ts";
 import type { EventInput, EventRow } from "./rows.ts";
 import { isTerminal } from "./task-states.ts";
+import { writeImmediate } from "./write.ts";
 
 export type EventLimitCode = "AGENT_EVENT_TOO_LARGE" | "AGENT_EVENT_LIMIT_REACHED";
 
@@ -63,17 +63,13 @@ export interface EventEnvelope {
 const nothing = (discarded: boolean): AppendResult => ({ appended: 0, lastEventId: null, broke: null, discarded });
 
 export function insertEvents(db: Database, taskId: string, events: readonly EventInput[], opts: InsertOptions): AppendResult {
-  const task = db
-    .query<{ status: string; event_count: number }, [string]>("SELECT status, event_count FROM tasks WHERE task_id = ?")
-    .get(taskId);
+  const task = db.query<{ status: string; event_count: number }, [string]>("SELECT status, event_count FROM tasks WHERE task_id = ?").get(taskId);
   if (!task || (isTerminal(task.status) && !opts.allowTerminal)) return nothing(true);
   if (events.length === 0) return nothing(false);
 
   // `run` and the rowid (event_id is the INTEGER PRIMARY KEY) rather than RETURNING: a row object per
   // event costs about a microsecond, an eighth of the provider worker's work per event
-  const insert = db.query<never, [string, string, string, string]>(
-    "INSERT INTO events (task_id, event_type, payload_json, created_at) VALUES (?, ?, ?, ?)",
-  );
+  const insert = db.query<never, [string, string, string, string]>("INSERT INTO events (task_id, event_type, payload_json, created_at) VALUES (?, ?, ?, ?)");
   const now = new Date().toISOString();
   let count = task.event_count;
   let appended = 0;
@@ -82,11 +78,7 @@ export function insertEvents(db: Database, taskId: string, events: readonly Even
   for (const e of events) {
     const json = JSON.stringify(e.payload);
     const code: EventLimitCode | null =
-      byteLength(json) > LIMITS.max_event_bytes
-        ? "AGENT_EVENT_TOO_LARGE"
-        : count >= LIMITS.max_events_per_task
-          ? "AGENT_EVENT_LIMIT_REACHED"
-          : null;
+      byteLength(json) > LIMITS.max_event_bytes ? "AGENT_EVENT_TOO_LARGE" : count >= LIMITS.max_events_per_task ? "AGENT_EVENT_LIMIT_REACHED" : null;
     if (code !== null) {
       broke ??= code;
       if (opts.onLimit === "stop") break;
@@ -100,12 +92,7 @@ export function insertEvents(db: Database, taskId: string, events: readonly Even
   return { appended, lastEventId, broke, discarded: false };
 }
 
-export function appendEvents(
-  db: Database,
-  taskId: string,
-  events: readonly EventInput[],
-  opts: AppendOptions = {},
-): AppendResult {
+export function appendEvents(db: Database, taskId: string, events: readonly EventInput[], opts: AppendOptions = {}): AppendResult {
   return writeImmediate(db, () => insertEvents(db, taskId, events, { allowTerminal: opts.allowTerminal ?? false, onLimit: "stop" }));
 }
 
@@ -122,8 +109,7 @@ const envelope = (r: EnvelopeRow): EventEnvelope => ({
 });
 
 const ENVELOPE_SELECT =
-  "SELECT e.event_id, e.task_id, e.event_type, e.payload_json, e.created_at, t.correlation_id " +
-  "FROM events e JOIN tasks t ON t.task_id = e.task_id";
+  "SELECT e.event_id, e.task_id, e.event_type, e.payload_json, e.created_at, t.correlation_id " + "FROM events e JOIN tasks t ON t.task_id = e.task_id";
 
 /** The task's events after the exclusive cursor, ascending; `correlation_id` is the task's at read time. */
 export function listEvents(db: Database, taskId: string, afterEventId: number, limit: number): EventEnvelope[] {
@@ -131,26 +117,20 @@ export function listEvents(db: Database, taskId: string, afterEventId: number, l
     throw new ServerFsError("INVALID_LIMIT", "after_event_id or limit is out of range");
   }
   return db
-    .query<EnvelopeRow, [string, number, number]>(
-      `${ENVELOPE_SELECT} WHERE e.task_id = ? AND e.event_id > ? ORDER BY e.event_id LIMIT ?`,
-    )
+    .query<EnvelopeRow, [string, number, number]>(`${ENVELOPE_SELECT} WHERE e.task_id = ? AND e.event_id > ? ORDER BY e.event_id LIMIT ?`)
     .all(taskId, afterEventId, limit)
     .map(envelope);
 }
 
 /** The task's highest event id, 0 when it has none (the cursor value that skips nothing). */
 export function maxEventId(db: Database, taskId: string): number {
-  return (
-    db.query<{ m: number | null }, [string]>("SELECT MAX(event_id) AS m FROM events WHERE task_id = ?").get(taskId)?.m ?? 0
-  );
+  return db.query<{ m: number | null }, [string]>("SELECT MAX(event_id) AS m FROM events WHERE task_id = ?").get(taskId)?.m ?? 0;
 }
 
 /** The task's most recent event of one type (e.g. the last `task.reconciled` verdict), or null. */
 export function latestEvent(db: Database, taskId: string, eventType: string): EventEnvelope | null {
   const row = db
-    .query<EnvelopeRow, [string, string]>(
-      `${ENVELOPE_SELECT} WHERE e.task_id = ? AND e.event_type = ? ORDER BY e.event_id DESC LIMIT 1`,
-    )
+    .query<EnvelopeRow, [string, string]>(`${ENVELOPE_SELECT} WHERE e.task_id = ? AND e.event_type = ? ORDER BY e.event_id DESC LIMIT 1`)
     .get(taskId, eventType);
   return row ? envelope(row) : null;
 }

@@ -51,7 +51,7 @@ import type { Database } from "bun:sqlite";
 import type { AuditLog } from "../audit.ts";
 import { type BackupReport, backupDatabase } from "./backup.ts";
 import * as events from "./events.ts";
-import { openDatabase, type OpenOptions } from "./open.ts";
+import { type OpenOptions, openDatabase } from "./open.ts";
 import * as requests from "./requests.ts";
 import type { EventInput, NewTask, RequestRow, TaskRow } from "./rows.ts";
 import { type TaskObject, taskObject } from "./task-object.ts";
@@ -66,14 +66,14 @@ export type {
   StaleReason,
 } from "./requests.ts";
 export type { EventInput, NewTask, RequestKind, RequestRow, RequestStatus, ResultStorage, TaskRow } from "./rows.ts";
-export { type RequestObject, requestObject, type ResultObject, type TaskObject, taskObject } from "./task-object.ts";
+export { type RequestObject, type ResultObject, requestObject, type TaskObject, taskObject } from "./task-object.ts";
 export * from "./task-states.ts";
 export type {
+  EndOptions,
   InsertTaskResult,
   ListTasksQuery,
   ProviderFacts,
   ResultColumns,
-  EndOptions,
   TaskEnd,
   TaskPage,
   TransitionOptions,
@@ -194,20 +194,10 @@ export class Store {
   getRequest(requestId: string): RequestRow | null {
     return requests.getRequest(this.db, requestId);
   }
-  resolveRequest(
-    taskId: string,
-    requestId: string,
-    resolution: requests.Resolution,
-    opts: { at?: string } = {},
-  ): requests.RequestChange | null {
+  resolveRequest(taskId: string, requestId: string, resolution: requests.Resolution, opts: { at?: string } = {}): requests.RequestChange | null {
     return this.reported(taskId, requests.resolveRequest(this.db, taskId, requestId, resolution, opts));
   }
-  staleRequest(
-    taskId: string,
-    requestId: string,
-    reason: requests.StaleReason,
-    opts: { at?: string } = {},
-  ): requests.RequestChange | null {
+  staleRequest(taskId: string, requestId: string, reason: requests.StaleReason, opts: { at?: string } = {}): requests.RequestChange | null {
     return this.reported(taskId, requests.staleRequest(this.db, taskId, requestId, reason, opts));
   }
   listExpiredPending(now: string): RequestRow[] {

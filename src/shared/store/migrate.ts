@@ -27,30 +27,37 @@ const ADDED_TASK_COLUMNS: readonly (readonly [name: string, decl: string])[] = [
 ];
 
 const columnsOf = (db: Database, table: string): Set<string> =>
-  new Set(db.query<{ name: string }, []>(`PRAGMA table_info(${table})`).all().map((c) => c.name));
+  new Set(
+    db
+      .query<{ name: string }, []>(`PRAGMA table_info(${table})`)
+      .all()
+      .map((c) => c.name),
+  );
 
 /** What a migration started from: a new file, a v0.6 file, or one already current (nothing to do). */
 export type MigratedFrom = "new" | "v0.6" | "current";
 
 export function migrate(db: Database): MigratedFrom {
-  return db.transaction((): MigratedFrom => {
-    const before = columnsOf(db, "tasks");
-    for (const sql of CREATE_TABLES) db.run(sql);
+  return db
+    .transaction((): MigratedFrom => {
+      const before = columnsOf(db, "tasks");
+      for (const sql of CREATE_TABLES) db.run(sql);
 
-    const taskColumns = columnsOf(db, "tasks");
-    const from: MigratedFrom = before.size === 0 ? "new" : ADDED_TASK_COLUMNS.some(([name]) => !before.has(name)) ? "v0.6" : "current";
-    for (const [name, decl] of ADDED_TASK_COLUMNS) {
-      if (!taskColumns.has(name)) db.run(`ALTER TABLE tasks ADD COLUMN ${name} ${decl}`);
-    }
-    if (!taskColumns.has("event_count")) {
-      db.run("UPDATE tasks SET event_count = (SELECT COUNT(*) FROM events WHERE events.task_id = tasks.task_id)");
-    }
+      const taskColumns = columnsOf(db, "tasks");
+      const from: MigratedFrom = before.size === 0 ? "new" : ADDED_TASK_COLUMNS.some(([name]) => !before.has(name)) ? "v0.6" : "current";
+      for (const [name, decl] of ADDED_TASK_COLUMNS) {
+        if (!taskColumns.has(name)) db.run(`ALTER TABLE tasks ADD COLUMN ${name} ${decl}`);
+      }
+      if (!taskColumns.has("event_count")) {
+        db.run("UPDATE tasks SET event_count = (SELECT COUNT(*) FROM events WHERE events.task_id = tasks.task_id)");
+      }
 
-    if (!columnsOf(db, "pending_requests").has("expires_at")) {
-      db.run("ALTER TABLE pending_requests ADD COLUMN expires_at TEXT");
-    }
+      if (!columnsOf(db, "pending_requests").has("expires_at")) {
+        db.run("ALTER TABLE pending_requests ADD COLUMN expires_at TEXT");
+      }
 
-    for (const sql of CREATE_INDEXES_AND_TRIGGERS) db.run(sql);
-    return from;
-  }).immediate();
+      for (const sql of CREATE_INDEXES_AND_TRIGGERS) db.run(sql);
+      return from;
+    })
+    .immediate();
 }

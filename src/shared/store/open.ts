@@ -14,7 +14,7 @@
  * one, checkpoints and deletes the `-wal` under the Bridge. So they are checked with `lstat` (never
  * following a symlink) and set to 0600 with `chmod`, re-checked to be the same entry afterwards.
  */
-import { constants as sqlite, Database, SQLiteError } from "bun:sqlite";
+import { Database, SQLiteError, constants as sqlite } from "bun:sqlite";
 import { chmodSync, closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, type Stats } from "node:fs";
 import { join } from "node:path";
 import { ServerFsError } from "../errors.ts";
@@ -94,10 +94,7 @@ export function openDatabase(stateDir: string, opts: OpenOptions = {}): Database
 
   let db: Database;
   try {
-    db = new Database(
-      join(stateDir, DB_FILE),
-      sqlite.SQLITE_OPEN_READWRITE | sqlite.SQLITE_OPEN_CREATE | sqlite.SQLITE_OPEN_NOFOLLOW,
-    );
+    db = new Database(join(stateDir, DB_FILE), sqlite.SQLITE_OPEN_READWRITE | sqlite.SQLITE_OPEN_CREATE | sqlite.SQLITE_OPEN_NOFOLLOW);
   } catch (e) {
     if (e instanceof SQLiteError && e.code?.startsWith("SQLITE_CANTOPEN")) throw unsafeFile();
     throw e;

@@ -8,16 +8,16 @@
  * their input/result types (`OpenRequestInput`, `Resolution`, `RequestChange`, `StaleReason`).
  */
 import type { Database } from "bun:sqlite";
-import { writeImmediate } from "./write.ts";
 import { byteSize } from "../byte-size.ts";
 import { ServerFsError } from "../errors.ts";
+import type { ApprovalResolution, QuestionResolution } from "../hitl-validation.ts";
 import { LIMITS } from "../limits.ts";
+import { requestEventFields } from "../request-summary.ts";
 import { byteLength } from "../utf8.ts";
 import { type AppendResult, insertEvents } from "./events.ts";
 import { type EventInput, REQUEST_COLUMNS, type RequestKind, type RequestRow, type TaskRow } from "./rows.ts";
 import { getTask } from "./tasks.ts";
-import type { ApprovalResolution, QuestionResolution } from "../hitl-validation.ts";
-import { requestEventFields } from "../request-summary.ts";
+import { writeImmediate } from "./write.ts";
 
 export interface OpenRequestInput {
   requestId: string;
@@ -61,35 +61,35 @@ export function openRequest(db: Database, input: OpenRequestInput): RequestChang
   }
   const at = input.at ?? new Date().toISOString();
   return writeImmediate(db, (): RequestChange => {
-      const task = getTask(db, input.taskId);
-      if (!task) throw new ServerFsError("AGENT_TASK_NOT_FOUND", "agent task not found");
-      if (task.pending_request_id !== null) throw new ServerFsError("REQUEST_PENDING", "the task already has a pending request");
-      if (task.status !== "running") throw new ServerFsError("INVALID_TASK_TRANSITION", "the task is not running");
-      if (getRequest(db, input.requestId)) throw new ServerFsError("REQUEST_EXISTS", "the generated request id already exists");
+    const task = getTask(db, input.taskId);
+    if (!task) throw new ServerFsError("AGENT_TASK_NOT_FOUND", "agent task not found");
+    if (task.pending_request_id !== null) throw new ServerFsError("REQUEST_PENDING", "the task already has a pending request");
+    if (task.status !== "running") throw new ServerFsError("INVALID_TASK_TRANSITION", "the task is not running");
+    if (getRequest(db, input.requestId)) throw new ServerFsError("REQUEST_EXISTS", "the generated request id already exists");
 
-      db.query(
-        `INSERT INTO pending_requests (request_id, task_id, kind, status, payload_json, created_at, expires_at)
+    db.query(
+      `INSERT INTO pending_requests (request_id, task_id, kind, status, payload_json, created_at, expires_at)
          VALUES (?, ?, ?, 'pending', ?, ?, ?)`,
-      ).run(input.requestId, input.taskId, input.kind, payloadJson, at, input.expiresAt);
-      db.query(
-        `UPDATE tasks SET status = ?, pending_request_id = ?, updated_at = ?
+    ).run(input.requestId, input.taskId, input.kind, payloadJson, at, input.expiresAt);
+    db.query(
+      `UPDATE tasks SET status = ?, pending_request_id = ?, updated_at = ?
          WHERE task_id = ? AND status = 'running' AND pending_request_id IS NULL`,
-      ).run(waitingState(input.kind), input.requestId, at, input.taskId);
-      const events = insertEvents(
-        db,
-        input.taskId,
-        [
-          {
-            type: input.kind === "approval" ? "approval.requested" : "question.requested",
-            // what is asked, in short, so an event reader need not fetch the request (docs/agent-requests.md)
-            payload: { request_id: input.requestId, expires_at: input.expiresAt, ...requestEventFields(input.kind, input.payload) },
-            at,
-          },
-        ],
-        SERVICE,
-      );
-      return { request: getRequest(db, input.requestId)!, task: getTask(db, input.taskId)!, events };
-    });
+    ).run(waitingState(input.kind), input.requestId, at, input.taskId);
+    const events = insertEvents(
+      db,
+      input.taskId,
+      [
+        {
+          type: input.kind === "approval" ? "approval.requested" : "question.requested",
+          // what is asked, in short, so an event reader need not fetch the request (docs/agent-requests.md)
+          payload: { request_id: input.requestId, expires_at: input.expiresAt, ...requestEventFields(input.kind, input.payload) },
+          at,
+        },
+      ],
+      SERVICE,
+    );
+    return { request: getRequest(db, input.requestId)!, task: getTask(db, input.taskId)!, events };
+  });
 }
 
 /**
@@ -99,11 +99,7 @@ export function openRequest(db: Database, input: OpenRequestInput): RequestChang
 function settle(db: Database, request: RequestRow, current: boolean, sets: string, args: (string | null)[]): boolean {
   const stillCurrent = current ? " AND request_id IS (SELECT pending_request_id FROM tasks WHERE task_id = ?)" : "";
   const where = current ? [request.request_id, request.task_id] : [request.request_id];
-  return (
-    db
-      .query(`UPDATE pending_requests SET ${sets} WHERE request_id = ? AND status = 'pending'${stillCurrent}`)
-      .run(...args, ...where).changes > 0
-  );
+  return db.query(`UPDATE pending_requests SET ${sets} WHERE request_id = ? AND status = 'pending'${stillCurrent}`).run(...args, ...where).changes > 0;
 }
 
 /** Task `waiting_* → running`, clearing `pending_request_id`, only while it still names this request. */
@@ -130,13 +126,7 @@ function resolutionEvent(kind: RequestKind, resolution: Resolution) {
  * `approval.resolved {decision}` / `question.answered {question_count}`. Null when the CAS lost; the
  * caller re-reads to tell REQUEST_ALREADY_RESOLVED from REQUEST_STALE.
  */
-export function resolveRequest(
-  db: Database,
-  taskId: string,
-  requestId: string,
-  resolution: Resolution,
-  opts: { at?: string } = {},
-): RequestChange | null {
+export function resolveRequest(db: Database, taskId: string, requestId: string, resolution: Resolution, opts: { at?: string } = {}): RequestChange | null {
   return changeRequest(db, taskId, requestId, opts.at, (before, at) => {
     const event = resolutionEvent(before.kind, resolution);
     const sets = "status = 'resolved', resolved_at = ?, resolution_json = ?";
@@ -152,24 +142,14 @@ export function resolveRequest(
  * `interaction.expired {request_id, kind}`; the task stays waiting until the caller ends it
  * (docs/task-model.md#deadlines-and-interaction-expiry step 4). Null when the request was no longer pending (only the winner emits the event).
  */
-export function staleRequest(
-  db: Database,
-  taskId: string,
-  requestId: string,
-  reason: StaleReason,
-  opts: { at?: string } = {},
-): RequestChange | null {
+export function staleRequest(db: Database, taskId: string, requestId: string, reason: StaleReason, opts: { at?: string } = {}): RequestChange | null {
   return changeRequest(db, taskId, requestId, opts.at, (before, at) => {
     if (!settle(db, before, false, "status = 'stale', resolved_at = ?", [at])) return null;
     if (reason === "withdrawn") {
       resume(db, before, at);
       return { type: "interaction.stale", payload: { request_id: requestId } };
     }
-    db.query("UPDATE tasks SET pending_request_id = NULL, updated_at = ? WHERE task_id = ? AND pending_request_id = ?").run(
-      at,
-      taskId,
-      requestId,
-    );
+    db.query("UPDATE tasks SET pending_request_id = NULL, updated_at = ? WHERE task_id = ? AND pending_request_id = ?").run(at, taskId, requestId);
     return { type: "interaction.expired", payload: { request_id: requestId, kind: before.kind } };
   });
 }
@@ -187,13 +167,13 @@ function changeRequest(
 ): RequestChange | null {
   const at = atOption ?? new Date().toISOString();
   return writeImmediate(db, (): RequestChange | null => {
-      const before = getRequest(db, requestId);
-      if (!before || before.task_id !== taskId) return null;
-      const event = apply(before, at);
-      if (!event) return null;
-      const events = insertEvents(db, taskId, [{ ...event, at }], SERVICE);
-      return { request: getRequest(db, requestId)!, task: getTask(db, taskId)!, events };
-    });
+    const before = getRequest(db, requestId);
+    if (!before || before.task_id !== taskId) return null;
+    const event = apply(before, at);
+    if (!event) return null;
+    const events = insertEvents(db, taskId, [{ ...event, at }], SERVICE);
+    return { request: getRequest(db, requestId)!, task: getTask(db, taskId)!, events };
+  });
 }
 
 /** Pending requests whose `expires_at` has been reached at `now` (`now ≥ expires_at`), earliest first. */

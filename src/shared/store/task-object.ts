@@ -103,9 +103,6 @@ export function taskObject(t: TaskRow, pendingRequest: RequestRow | null): TaskO
     error_code: t.error_code,
     error_message: t.error_message,
     pending_request_id: t.pending_request_id,
-    pending_request:
-      t.pending_request_id !== null && pendingRequest?.request_id === t.pending_request_id
-        ? requestObject(pendingRequest)
-        : null,
+    pending_request: t.pending_request_id !== null && pendingRequest?.request_id === t.pending_request_id ? requestObject(pendingRequest) : null,
   };
 }

@@ -8,14 +8,13 @@
  * Every write runs in its own `BEGIN IMMEDIATE` transaction (nested calls become savepoints).
  */
 import type { Database } from "bun:sqlite";
-import { writeImmediate } from "./write.ts";
 import { type ErrorCode, ServerFsError } from "../errors.ts";
 import { LIMITS } from "../limits.ts";
 import { cutErrorMessage } from "../redact.ts";
 import { type AppendResult, insertEvents } from "./events.ts";
 import { type EventInput, type NewTask, type ResultStorage, TASK_COLUMNS, type TaskRow } from "./rows.ts";
-import { ACTIVE_STATUSES, isTerminal, sourcesOf, TERMINAL_STATUSES, type TaskStatus } from "./task-states.ts";
-
+import { ACTIVE_STATUSES, isTerminal, sourcesOf, type TaskStatus, TERMINAL_STATUSES } from "./task-states.ts";
+import { writeImmediate } from "./write.ts";
 
 const placeholders = (n: number) => Array.from({ length: n }, () => "?").join(", ");
 const ACTIVE_IN = `(${ACTIVE_STATUSES.map((s) => `'${s}'`).join(", ")})`;
@@ -62,38 +61,38 @@ export function listTerminalByMark(db: Database, marks: readonly string[]): Task
  */
 export function insertTask(db: Database, row: NewTask, maxActive: number): InsertTaskResult {
   return writeImmediate(db, (): InsertTaskResult => {
-      if (countActive(db) >= maxActive) {
-        throw new ServerFsError("AGENT_TASK_LIMIT_REACHED", "the maximum number of active agent tasks is reached");
-      }
-      if (row.idempotency_key !== null) {
-        const existing = findByIdempotencyKey(db, row.idempotency_key);
-        if (existing) return { kind: "idempotency_key_taken", existing };
-      }
-      if (getTask(db, row.task_id)) throw new ServerFsError("AGENT_TASK_EXISTS", "the generated task id already exists");
-      db.query(
-        `INSERT INTO tasks (task_id, runtime, workdir_alias, workdir_slot, relative_cwd, profile, status,
+    if (countActive(db) >= maxActive) {
+      throw new ServerFsError("AGENT_TASK_LIMIT_REACHED", "the maximum number of active agent tasks is reached");
+    }
+    if (row.idempotency_key !== null) {
+      const existing = findByIdempotencyKey(db, row.idempotency_key);
+      if (existing) return { kind: "idempotency_key_taken", existing };
+    }
+    if (getTask(db, row.task_id)) throw new ServerFsError("AGENT_TASK_EXISTS", "the generated task id already exists");
+    db.query(
+      `INSERT INTO tasks (task_id, runtime, workdir_alias, workdir_slot, relative_cwd, profile, status,
            created_at, updated_at, deadline_at, continue_from_task_id, correlation_id, idempotency_key,
            request_fingerprint, manifest_json, manifest_sha256)
          VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ).run(
-        row.task_id,
-        row.runtime,
-        row.workdir_alias,
-        row.workdir_slot,
-        row.relative_cwd,
-        row.profile,
-        row.created_at,
-        row.created_at,
-        row.deadline_at,
-        row.continue_from_task_id,
-        row.correlation_id,
-        row.idempotency_key,
-        row.request_fingerprint,
-        row.manifest_json,
-        row.manifest_sha256,
-      );
-      return { kind: "inserted", task: getTask(db, row.task_id)! };
-    });
+    ).run(
+      row.task_id,
+      row.runtime,
+      row.workdir_alias,
+      row.workdir_slot,
+      row.relative_cwd,
+      row.profile,
+      row.created_at,
+      row.created_at,
+      row.deadline_at,
+      row.continue_from_task_id,
+      row.correlation_id,
+      row.idempotency_key,
+      row.request_fingerprint,
+      row.manifest_json,
+      row.manifest_sha256,
+    );
+    return { kind: "inserted", task: getTask(db, row.task_id)! };
+  });
 }
 
 export interface ListTasksQuery {
@@ -130,9 +129,7 @@ export function listTasks(db: Database, q: ListTasksQuery = {}): TaskPage {
   }
   const clause = where.length > 0 ? ` WHERE ${where.join(" AND ")}` : "";
   // one row more than asked says whether another page exists
-  const rows = db
-    .query<TaskRow, (string | number)[]>(`${SELECT_TASK}${clause} ORDER BY created_at DESC, task_id DESC LIMIT ?`)
-    .all(...args, limit + 1);
+  const rows = db.query<TaskRow, (string | number)[]>(`${SELECT_TASK}${clause} ORDER BY created_at DESC, task_id DESC LIMIT ?`).all(...args, limit + 1);
   const tasks = rows.slice(0, limit);
   return { tasks, nextBeforeTaskId: rows.length > limit ? tasks[tasks.length - 1]!.task_id : null };
 }
@@ -176,9 +173,7 @@ const REQUEST_STATES: readonly TaskStatus[] = ["waiting_for_approval", "waiting_
  * for `running`, only through its request (requests.ts), which keeps pending_request_id consistent.
  */
 function allowedSources(to: TaskStatus, from: readonly TaskStatus[] | undefined): TaskStatus[] {
-  const table = REQUEST_STATES.includes(to)
-    ? []
-    : sourcesOf(to).filter((s) => to !== "running" || !REQUEST_STATES.includes(s));
+  const table = REQUEST_STATES.includes(to) ? [] : sourcesOf(to).filter((s) => to !== "running" || !REQUEST_STATES.includes(s));
   const sources = from ? table.filter((s) => from.includes(s)) : table;
   if (sources.length === 0) throw new ServerFsError("INVALID_TASK_TRANSITION", `no allowed transition to ${to}`);
   return sources;
@@ -189,12 +184,7 @@ function allowedSources(to: TaskStatus, from: readonly TaskStatus[] | undefined)
  * task was not in an allowed source state (a lost race or an already settled task); never throws
  * for that. Throws INVALID_TASK_TRANSITION only for a move the table can never allow.
  */
-export function transition(
-  db: Database,
-  taskId: string,
-  to: TransitionTarget,
-  opts: TransitionOptions = {},
-): TransitionResult | null {
+export function transition(db: Database, taskId: string, to: TransitionTarget, opts: TransitionOptions = {}): TransitionResult | null {
   if (needsError(to) !== (opts.error !== undefined)) {
     throw new TypeError(`an error code is required exactly for failed and interrupted (target ${to})`);
   }
@@ -225,22 +215,17 @@ export function transition(
   const update = `UPDATE tasks SET ${sets.join(", ")} WHERE task_id = ? AND status IN (${placeholders(sources.length)})`;
 
   return writeImmediate(db, (): TransitionResult | null => {
-      if (db.query(update).run(...args, taskId, ...sources).changes === 0) return null;
-      if (terminal) {
-        db.query("UPDATE pending_requests SET status = 'stale', resolved_at = ? WHERE task_id = ? AND status = 'pending'").run(
-          at,
-          taskId,
-        );
-      }
-      const events = insertEvents(db, taskId, opts.events ?? [], { allowTerminal: true, onLimit: "skip" });
-      return { task: getTask(db, taskId)!, events };
-    });
+    if (db.query(update).run(...args, taskId, ...sources).changes === 0) return null;
+    if (terminal) {
+      db.query("UPDATE pending_requests SET status = 'stale', resolved_at = ? WHERE task_id = ? AND status = 'pending'").run(at, taskId);
+    }
+    const events = insertEvents(db, taskId, opts.events ?? [], { allowTerminal: true, onLimit: "skip" });
+    return { task: getTask(db, taskId)!, events };
+  });
 }
 
 /** How a task ends other than in success: `cancelled`, or `failed` / `interrupted` with its error. */
-export type TaskEnd =
-  | { to: "cancelled" }
-  | { to: "failed" | "interrupted"; error: { code: ErrorCode; message: string } };
+export type TaskEnd = { to: "cancelled" } | { to: "failed" | "interrupted"; error: { code: ErrorCode; message: string } };
 
 export interface EndOptions {
   /** Narrows the allowed sources, as for `transition`. */
@@ -278,23 +263,16 @@ export interface ProviderFacts {
 /** Records what is known about the provider; a null or absent value never overwrites a stored one. */
 export function recordProvider(db: Database, taskId: string, facts: ProviderFacts): TaskRow | null {
   return writeImmediate(db, (): TaskRow | null => {
-      const changed = db
-        .query(
-          `UPDATE tasks SET provider_pgid = COALESCE(?, provider_pgid),
+    const changed = db
+      .query(
+        `UPDATE tasks SET provider_pgid = COALESCE(?, provider_pgid),
              provider_start_time = COALESCE(?, provider_start_time), provider_mark = COALESCE(?, provider_mark),
              native_session_id = COALESCE(?, native_session_id), native_turn_id = COALESCE(?, native_turn_id)
            WHERE task_id = ?`,
-        )
-        .run(
-          facts.pgid ?? null,
-          facts.startTime ?? null,
-          facts.mark ?? null,
-          facts.nativeSessionId ?? null,
-          facts.nativeTurnId ?? null,
-          taskId,
-        ).changes;
-      return changed === 0 ? null : getTask(db, taskId);
-    });
+      )
+      .run(facts.pgid ?? null, facts.startTime ?? null, facts.mark ?? null, facts.nativeSessionId ?? null, facts.nativeTurnId ?? null, taskId).changes;
+    return changed === 0 ? null : getTask(db, taskId);
+  });
 }
 
 /**

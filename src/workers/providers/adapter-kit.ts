@@ -23,8 +23,7 @@ export const failed = (code: ServerFsError["code"], message: string, stderrTail?
   stderrTail ? { kind: "failed", code, message, stderrTail } : { kind: "failed", code, message };
 
 /** A thrown ServerFsError keeps its code; anything else is the generic provider failure. */
-export const failedFrom = (e: unknown): Outcome =>
-  isServerFsError(e) ? failed(e.code, e.message) : failed("AGENT_PROVIDER_ERROR", "agent runtime failed");
+export const failedFrom = (e: unknown): Outcome => (isServerFsError(e) ? failed(e.code, e.message) : failed("AGENT_PROVIDER_ERROR", "agent runtime failed"));
 
 export const notActive = (): ServerFsError => new ServerFsError("AGENT_TASK_NOT_ACTIVE", "the provider is not ready for a message");
 

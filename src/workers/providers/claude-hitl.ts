@@ -9,14 +9,7 @@
  */
 import { resolve } from "node:path";
 import type { PermissionDeny, PermissionResponse, ToolRequest } from "./claude-wire.ts";
-import type {
-  ApprovalPayload,
-  ApprovalResolution,
-  ProposedChange,
-  ProposedFileChange,
-  QuestionPayload,
-  QuestionResolution,
-} from "./types.ts";
+import type { ApprovalPayload, ApprovalResolution, ProposedChange, ProposedFileChange, QuestionPayload, QuestionResolution } from "./types.ts";
 
 export const DENIED: PermissionDeny = { behavior: "deny", message: "Denied by the remote user" };
 
@@ -44,8 +37,7 @@ const TITLES: Record<ApprovalPayload["category"], string> = {
   other: "Use a tool",
 };
 
-const stringField = (input: Record<string, unknown>, key: string): string | undefined =>
-  typeof input[key] === "string" ? (input[key] as string) : undefined;
+const stringField = (input: Record<string, unknown>, key: string): string | undefined => (typeof input[key] === "string" ? (input[key] as string) : undefined);
 
 /** The files an edit tool names (Write/Edit/MultiEdit take `file_path`, NotebookEdit `notebook_path`). */
 export function editedPaths(input: Record<string, unknown>): string[] {
@@ -77,8 +69,7 @@ function proposedChanges(tool: string, input: Record<string, unknown>): Proposed
 }
 
 /** The CLI's suggestions that stay within this session: the only ones `approve_session` may grant. */
-const sessionSuggestions = (request: ToolRequest): unknown[] =>
-  request.permission_suggestions.filter((s) => s.destination === "session");
+const sessionSuggestions = (request: ToolRequest): unknown[] => request.permission_suggestions.filter((s) => s.destination === "session");
 
 export function approvalFor(request: ToolRequest, cwd: string): ApprovalPayload {
   const category = toolCategory(request.tool_name);
@@ -87,9 +78,7 @@ export function approvalFor(request: ToolRequest, cwd: string): ApprovalPayload 
     title: TITLES[category],
     tool: request.tool_name,
     available_decisions:
-      sessionSuggestions(request).length > 0
-        ? ["approve_once", "approve_session", "deny", "cancel_task"]
-        : ["approve_once", "deny", "cancel_task"],
+      sessionSuggestions(request).length > 0 ? ["approve_once", "approve_session", "deny", "cancel_task"] : ["approve_once", "deny", "cancel_task"],
   };
   if (request.description !== undefined) payload.reason = request.description;
   const command = stringField(request.input, "command");

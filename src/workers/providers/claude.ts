@@ -16,17 +16,8 @@ import { expandHome } from "../../shared/config/load.ts";
 import type { ConfigFile } from "../../shared/config/schema.ts";
 import { ServerFsError } from "../../shared/errors.ts";
 import { cutUtf8 } from "../../shared/utf8.ts";
-import {
-  approvalAnswer,
-  approvalFor,
-  DENIED,
-  editedPaths,
-  isEditTool,
-  isQuestionTool,
-  questionAnswer,
-  questionFor,
-} from "./claude-hitl.ts";
-import { probeVersion } from "./version-probe.ts";
+import { failed, failedFrom, SettleOnce, startRun, textPayload } from "./adapter-kit.ts";
+import { approvalAnswer, approvalFor, DENIED, editedPaths, isEditTool, isQuestionTool, questionAnswer, questionFor } from "./claude-hitl.ts";
 import {
   asToolUse,
   type ClaudeLine,
@@ -45,10 +36,9 @@ import {
 import { parseLine } from "./fake-wire.ts";
 import type { ProviderProcess } from "./spawn.ts";
 import type { Outcome, RunContext, RuntimeAdapter } from "./types.ts";
-import { failed, failedFrom, SettleOnce, startRun, textPayload } from "./adapter-kit.ts";
+import { probeVersion } from "./version-probe.ts";
 
 export type ClaudeSettings = Pick<ConfigFile["runtimes"]["claude"], "bin" | "config_dir" | "probe_timeout_seconds">;
-
 
 const ARGS = ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--permission-prompt-tool", "stdio"];
 
@@ -207,8 +197,7 @@ class ClaudeRun {
   }
 }
 
-const noSteering = (): Promise<void> =>
-  Promise.reject(new ServerFsError("AGENT_PROVIDER_ERROR", "live steering is not supported by this runtime"));
+const noSteering = (): Promise<void> => Promise.reject(new ServerFsError("AGENT_PROVIDER_ERROR", "live steering is not supported by this runtime"));
 
 export function createClaudeAdapter(settings: ClaudeSettings): RuntimeAdapter {
   const bin = expandHome(settings.bin);

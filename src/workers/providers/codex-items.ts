@@ -16,7 +16,6 @@ import { tailUtf8 } from "../../shared/utf8.ts";
 import { cutEventText } from "./adapter-kit.ts";
 import type { ProposedFileChange } from "./types.ts";
 
-
 const ChangesSchema = v.array(
   v.looseObject({
     path: v.string(),

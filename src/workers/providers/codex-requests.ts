@@ -13,8 +13,8 @@
  * An approval whose human never answers gets `onNoAnswer` (a decline: the run goes on).
  */
 import * as v from "valibot";
-import type { ApprovalPayload, ApprovalResolution, Decision, ProposedFileChange, QuestionPayload, QuestionResolution } from "./types.ts";
 import { METHOD_NOT_FOUND } from "./codex-rpc.ts";
+import type { ApprovalPayload, ApprovalResolution, Decision, ProposedFileChange, QuestionPayload, QuestionResolution } from "./types.ts";
 
 type Reply = Record<string, unknown>;
 
@@ -106,11 +106,7 @@ const INVALID_PARAMS = -32602;
 /** The codex profile key behind each permission id. */
 const PERMISSION_KEYS = { network: "network", file_system: "fileSystem" } as const;
 
-export function planServerRequest(
-  method: string,
-  params: Record<string, unknown>,
-  knownChanges: (itemId: string) => ProposedFileChange[],
-): ServerRequestPlan {
+export function planServerRequest(method: string, params: Record<string, unknown>, knownChanges: (itemId: string) => ProposedFileChange[]): ServerRequestPlan {
   switch (method) {
     case "item/commandExecution/requestApproval": {
       const p = v.safeParse(CommandParams, params);
@@ -165,7 +161,8 @@ export function planServerRequest(
           const granted: Reply = {};
           if (r.decision === "approve_once" || r.decision === "approve_session") {
             for (const entry of requested) {
-              if (r.granted_permission_ids.includes(entry.permission_id)) granted[PERMISSION_KEYS[entry.permission_id as keyof typeof PERMISSION_KEYS]] = entry.details;
+              if (r.granted_permission_ids.includes(entry.permission_id))
+                granted[PERMISSION_KEYS[entry.permission_id as keyof typeof PERMISSION_KEYS]] = entry.details;
             }
           }
           return { permissions: granted, scope: r.decision === "approve_session" ? "session" : "turn" };
@@ -196,9 +193,7 @@ export function planServerRequest(
           }),
         },
         answer: (r) => ({
-          answers: Object.fromEntries(
-            r.answers.map((a) => [a.question_id, { answers: [...a.selected_option_ids, ...(a.text ? [a.text] : [])] }]),
-          ),
+          answers: Object.fromEntries(r.answers.map((a) => [a.question_id, { answers: [...a.selected_option_ids, ...(a.text ? [a.text] : [])] }])),
         }),
       };
     }

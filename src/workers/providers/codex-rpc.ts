@@ -12,8 +12,8 @@
  * - `RpcFailure` (`kind`: "error" reply, "timeout", "closed"), `METHOD_NOT_FOUND`, type `RequestId`.
  */
 import * as v from "valibot";
-import type { ProviderProcess } from "./spawn.ts";
 import type { JsonLine } from "./line-reader.ts";
+import type { ProviderProcess } from "./spawn.ts";
 
 export const METHOD_NOT_FOUND = -32601;
 

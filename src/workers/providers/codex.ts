@@ -15,19 +15,20 @@
  * as they come → one outcome at turn/completed. stdin is closed once the outcome is known, which
  * ends the app-server; a malformed or oversized line ends the run with AGENT_PROVIDER_ERROR.
  */
+
+import * as v from "valibot";
 import { expandHome } from "../../shared/config/load.ts";
 import type { ConfigFile } from "../../shared/config/schema.ts";
 import { ServerFsError } from "../../shared/errors.ts";
 import { VERSION } from "../../shared/version.ts";
-import * as v from "valibot";
 import { autoDeclinedEvent } from "../auto-decline.ts";
-import { probeVersion } from "./version-probe.ts";
+import { cutEventText, failed, failedFrom, notActive, runtimeInfo, SettleOnce, startRun } from "./adapter-kit.ts";
 import { AgentMessages, type CodexItem, CodexItemSchema, itemPayload, proposedChanges } from "./codex-items.ts";
 import { planServerRequest } from "./codex-requests.ts";
 import { CodexRpc, type Incoming, parseIncoming, type RequestId, RpcFailure } from "./codex-rpc.ts";
 import type { ProviderProcess } from "./spawn.ts";
 import type { Outcome, ProposedFileChange, RunContext, RuntimeAdapter } from "./types.ts";
-import { cutEventText, failed, failedFrom, notActive, runtimeInfo, SettleOnce, startRun } from "./adapter-kit.ts";
+import { probeVersion } from "./version-probe.ts";
 
 export type CodexSettings = ConfigFile["runtimes"]["codex"];
 
@@ -57,7 +58,6 @@ const ErrorNotification = v.looseObject({
   error: v.optional(v.nullable(v.looseObject({ message: v.optional(v.string()) }))),
   willRetry: v.optional(v.boolean(), false),
 });
-
 
 /** Parses a result the protocol promises; anything else is the provider's error. */
 function expect<T extends v.GenericSchema>(schema: T, value: unknown, phrase: string): v.InferOutput<T> {
@@ -133,9 +133,7 @@ class CodexRun {
       await this.ctx.recordNative({ turnId: this.turnId });
       await reading;
       this.result.settle(
-        this.cancelRequested
-          ? { kind: "cancelled" }
-          : failed("AGENT_PROVIDER_ERROR", "the agent runtime ended before an outcome", this.proc.stderrTail()),
+        this.cancelRequested ? { kind: "cancelled" } : failed("AGENT_PROVIDER_ERROR", "the agent runtime ended before an outcome", this.proc.stderrTail()),
       );
     } catch (e) {
       this.result.settle(this.cancelRequested ? { kind: "cancelled" } : failedFrom(e));

@@ -14,8 +14,8 @@
  * Bridge's normalized payloads, as the codex and claude adapters do with theirs.
  */
 import * as v from "valibot";
-import type { JsonLine } from "./line-reader.ts";
 import { DECISIONS } from "../../shared/hitl-validation.ts";
+import type { JsonLine } from "./line-reader.ts";
 
 export const FAKE_WIRE_PROTOCOL = 1;
 

@@ -16,21 +16,19 @@
  * a full pipe; a malformed or oversized line ends the run with AGENT_PROVIDER_ERROR and stops reading.
  */
 import { join } from "node:path";
-import { DECISIONS } from "../../shared/hitl-validation.ts";
 import { ServerFsError } from "../../shared/errors.ts";
+import { DECISIONS } from "../../shared/hitl-validation.ts";
+import { failed, failedFrom, notActive, runtimeInfo, SettleOnce, startRun, textPayload } from "./adapter-kit.ts";
 import { type AdapterLine, type ProviderLine, ProviderLineSchema, parseLine } from "./fake-wire.ts";
 import type { ProviderProcess } from "./spawn.ts";
 import type { ApprovalPayload, Outcome, QuestionPayload, RunContext, RuntimeAdapter } from "./types.ts";
-import { failed, failedFrom, notActive, runtimeInfo, SettleOnce, startRun, textPayload } from "./adapter-kit.ts";
 
 export const FAKE_PROVIDER_SCRIPT = join(import.meta.dir, "..", "fake-provider.ts");
-
 
 export interface FakeAdapterOptions {
   command?: readonly string[];
   lineCap?: number;
 }
-
 
 function approvalPayload(command: string): ApprovalPayload {
   return { category: "command", title: "Run a command", command_display: command, available_decisions: [...DECISIONS] };
@@ -100,9 +98,7 @@ class FakeRun {
         }
       }
       this.result.settle(
-        this.cancelRequested
-          ? { kind: "cancelled" }
-          : failed("AGENT_PROVIDER_ERROR", "the agent runtime ended before an outcome", this.proc.stderrTail()),
+        this.cancelRequested ? { kind: "cancelled" } : failed("AGENT_PROVIDER_ERROR", "the agent runtime ended before an outcome", this.proc.stderrTail()),
       );
     } catch (e) {
       this.result.settle(failedFrom(e));

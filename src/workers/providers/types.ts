@@ -9,10 +9,11 @@
  * Everything a run hands back (outcome, payloads) is plain data, so it crosses a comlink boundary.
  * Host paths in payloads and texts are left for the Bridge's redaction (docs/events.md#redaction).
  */
-import type { ApprovalResolution, Decision, QuestionResolution } from "../../shared/hitl-validation.ts";
+
 import type { Profile } from "../../shared/config/schema.ts";
 import type { ErrorCode } from "../../shared/errors.ts";
 import type { VerifiedStartDir } from "../../shared/fs/start-directory.ts";
+import type { ApprovalResolution, Decision, QuestionResolution } from "../../shared/hitl-validation.ts";
 
 export type { ApprovalResolution, Decision, Profile, QuestionResolution };
 
@@ -43,14 +44,7 @@ export type ProviderEventType =
 
 /** docs/task-model.md#human-in-the-loop-requests approval payload, as an adapter fills it. */
 export interface ApprovalPayload {
-  category:
-    | "command"
-    | "file_change"
-    | "filesystem_permission"
-    | "network_permission"
-    | "mcp_tool"
-    | "provider_permission"
-    | "other";
+  category: "command" | "file_change" | "filesystem_permission" | "network_permission" | "mcp_tool" | "provider_permission" | "other";
   title: string;
   /** Empty means all four. */
   available_decisions: Decision[];
@@ -165,10 +159,7 @@ export interface RunContext {
 }
 
 /** Exactly one per run. A failure's `stderrTail` is raw provider output: redact before use. */
-export type Outcome =
-  | { kind: "final"; text: string }
-  | { kind: "failed"; code: ErrorCode; message: string; stderrTail?: string }
-  | { kind: "cancelled" };
+export type Outcome = { kind: "final"; text: string } | { kind: "failed"; code: ErrorCode; message: string; stderrTail?: string } | { kind: "cancelled" };
 
 export interface RunHandle {
   /** Always resolves, never rejects. */

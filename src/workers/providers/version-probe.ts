@@ -13,11 +13,7 @@ export interface VersionProbe {
 
 const VERSION = /\d+\.\d+\.\d+/;
 
-export async function probeVersion(
-  command: readonly string[],
-  env: Readonly<Record<string, string | undefined>>,
-  timeoutMs: number,
-): Promise<VersionProbe> {
+export async function probeVersion(command: readonly string[], env: Readonly<Record<string, string | undefined>>, timeoutMs: number): Promise<VersionProbe> {
   let child: Bun.Subprocess<"ignore", "pipe", "ignore">;
   try {
     child = Bun.spawn({ cmd: [...command], env: { ...env }, stdin: "ignore", stdout: "pipe", stderr: "ignore" });

@@ -6,12 +6,7 @@
  * BRIDGE_STORAGE_ERROR; anything else it throws is BRIDGE_PROTOCOL_ERROR with a generic message. Offers `answerLine` and the handler types.
  */
 import { checkObject } from "../../../shared/bridge-protocol/check.ts";
-import {
-  isJsonObject,
-  PROTOCOL_VERSION,
-  RequestEnvelopeSchema,
-  type RpcResponse,
-} from "../../../shared/bridge-protocol/envelope.ts";
+import { isJsonObject, PROTOCOL_VERSION, RequestEnvelopeSchema, type RpcResponse } from "../../../shared/bridge-protocol/envelope.ts";
 import { isMethod, METHOD_PARAMS, type Method, type Params } from "../../../shared/bridge-protocol/methods.ts";
 import { isServerFsError } from "../../../shared/errors.ts";
 import { isStorageFault, storageError } from "../../../shared/storage-fault.ts";

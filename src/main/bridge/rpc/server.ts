@@ -8,8 +8,9 @@
  * bound here, and aborts every in-flight request's signal so long polls return at once. Open
  * connections stay: their further requests are answered BRIDGE_CLOSED until the process exits.
  */
-import { type Connection, type ConnectionSocket, Connection as ConnectionImpl } from "./connection.ts";
+
 import type { RpcResponse } from "../../../shared/bridge-protocol/envelope.ts";
+import { type Connection, Connection as ConnectionImpl, type ConnectionSocket } from "./connection.ts";
 import type { MethodHandlers } from "./dispatch.ts";
 import { type AllowedPeer, resolvePeer } from "./peer-check.ts";
 import { bindSocket, prepareSocketPath, unlinkIfBound } from "./socket-hygiene.ts";

@@ -12,20 +12,7 @@
  * unlinks only the long-gone temporary name; the socket path is unlinked here, same inode only.
  */
 import { randomBytes } from "node:crypto";
-import {
-  chmodSync,
-  chownSync,
-  closeSync,
-  constants,
-  fchmodSync,
-  fchownSync,
-  linkSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  type Stats,
-  unlinkSync,
-} from "node:fs";
+import { chmodSync, chownSync, closeSync, constants, fchmodSync, fchownSync, linkSync, lstatSync, mkdirSync, openSync, type Stats, unlinkSync } from "node:fs";
 import { createConnection } from "node:net";
 import { dirname, join } from "node:path";
 import type { SocketHandler, UnixSocketListener } from "bun";
@@ -108,9 +95,7 @@ function probe(socketPath: string): Promise<Probe> {
     };
     const timer = setTimeout(() => done("live"), PROBE_TIMEOUT_MS);
     socket.once("connect", () => done("live"));
-    socket.once("error", (e: NodeJS.ErrnoException) =>
-      done(e.code === "ECONNREFUSED" || e.code === "ENOENT" ? "stale" : "unknown"),
-    );
+    socket.once("error", (e: NodeJS.ErrnoException) => done(e.code === "ECONNREFUSED" || e.code === "ENOENT" ? "stale" : "unknown"));
   });
 }
 
@@ -161,11 +146,7 @@ export interface Bound<Data> {
 }
 
 /** Step 4: bind, set 0600 (sharing: 0660 and group G), then publish at the socket path. */
-export function bindSocket<Data>(
-  socketPath: string,
-  sharingGid: number | null,
-  handler: SocketHandler<Data>,
-): Bound<Data> {
+export function bindSocket<Data>(socketPath: string, sharingGid: number | null, handler: SocketHandler<Data>): Bound<Data> {
   const temp = temporaryPath(socketPath);
   let listener: UnixSocketListener<Data>;
   try {

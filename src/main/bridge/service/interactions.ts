@@ -94,4 +94,3 @@ export function answerQuestion(ctx: ServiceContext, p: Params<"task.question.ans
   const task = resolve(ctx, p.task_id, p.request_id, resolution);
   return { task_id: p.task_id, request_id: p.request_id, resolved: true as const, correlation_id: task.correlation_id };
 }
-

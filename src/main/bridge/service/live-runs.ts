@@ -3,9 +3,10 @@
  * submission to the end of its finally path, with the human request it may be waiting on. Offers
  * `LiveRun`, `PendingInteraction` and `LiveRuns`, the table of them keyed by task id.
  */
+
+import type { ServerFsError } from "../../../shared/errors.ts";
 import type { Lease } from "../../../shared/leases/lock-files.ts";
 import type { Resolution } from "../../../shared/store/index.ts";
-import type { ServerFsError } from "../../../shared/errors.ts";
 import type { LitterBaseline } from "./sandbox-litter.ts";
 
 export interface PendingInteraction {

@@ -23,7 +23,8 @@ export async function onOutcome(ctx: ServiceContext, taskId: string, outcome: Re
   const task = ctx.store.getTask(taskId);
   if (task?.status !== "running") return; // cancelled or interrupted meanwhile: the text is discarded
   const cls = classifyResult(outcome.utf8);
-  if (cls.storage === "too_large") return settleFailure(ctx, taskId, "AGENT_RESULT_TOO_LARGE", `the final response is larger than ${byteSize(LIMITS.max_spooled_result_bytes)}`);
+  if (cls.storage === "too_large")
+    return settleFailure(ctx, taskId, "AGENT_RESULT_TOO_LARGE", `the final response is larger than ${byteSize(LIMITS.max_spooled_result_bytes)}`);
   const completed = { type: "task.completed", payload: { result_storage: cls.storage, result_size_bytes: cls.size_bytes } };
   if (cls.storage === "inline") {
     ctx.unrecorded.attempt(taskId, () =>
@@ -67,4 +68,3 @@ export async function settleFailure(ctx: ServiceContext, taskId: string, code: E
   ctx.unrecorded.attempt(taskId, () => ctx.store.endTask(taskId, { to, error: { code, message } }));
   ctx.waiters.notify(taskId);
 }
-

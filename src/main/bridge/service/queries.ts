@@ -4,8 +4,8 @@
  */
 import type { Params } from "../../../shared/bridge-protocol/methods.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
-import { LIMITS } from "../../../shared/limits.ts";
 import { isTaskId } from "../../../shared/ids.ts";
+import { LIMITS } from "../../../shared/limits.ts";
 import { isTerminal, TASK_STATUSES, type TaskObject, type TaskStatus } from "../../../shared/store/index.ts";
 import { notFound, type ServiceContext } from "./context.ts";
 

@@ -13,14 +13,14 @@
  * Offers `describeRequest(kind, payload, ws)`.
  */
 import { closeSync, readSync } from "node:fs";
-import type { ProposedChange } from "../../../workers/providers/types.ts";
+import { withParent } from "../../../shared/fs/dir-handle.ts";
 import { LIMITS } from "../../../shared/limits.ts";
 import { OUTSIDE_MARK, Redactor } from "../../../shared/redact.ts";
 import { requestSummary } from "../../../shared/request-summary.ts";
 import { diffHeader, unifiedDiff } from "../../../shared/unified-diff.ts";
 import { byteLength, cutUtf8, decodeStrict } from "../../../shared/utf8.ts";
-import { withParent } from "../../../shared/fs/dir-handle.ts";
 import type { Workspace } from "../../../shared/workspace.ts";
+import type { ProposedChange } from "../../../workers/providers/types.ts";
 import { openExistingFile } from "../../mcp/mutation/existing-file.ts";
 
 export const DIFF_FILE_BYTES = 16_384;

@@ -39,4 +39,3 @@ export function cancelTask(ctx: ServiceContext, taskId: string) {
   ctx.requestGc();
   return { task_id: taskId, status, correlation_id: task.correlation_id };
 }
-

@@ -2,12 +2,13 @@
  * The pure steps of a submission (docs/bridge-rpc.md#tasksubmit steps 2, 4, 5, 6 and 9): value checks that need no
  * state, the request fingerprint, and the start directory's path policy with the Bridge's codes.
  */
+
+import { byteSize } from "../../../shared/byte-size.ts";
 import { canonicalJson, sha256Hex } from "../../../shared/canonical-json.ts";
 import { modeRank } from "../../../shared/config/load.ts";
 import type { Profile } from "../../../shared/config/schema.ts";
-import { byteSize } from "../../../shared/byte-size.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
-import { openDirPath, closeQuietly } from "../../../shared/fs/dir-handle.ts";
+import { closeQuietly, openDirPath } from "../../../shared/fs/dir-handle.ts";
 import { type DirIdentity, identityOfFd, type VerifiedStartDir } from "../../../shared/fs/start-directory.ts";
 import { LIMITS } from "../../../shared/limits.ts";
 import { byteLength } from "../../../shared/utf8.ts";

@@ -10,8 +10,9 @@
  * part lives in its own file over one shared `ServiceContext`: queries.ts, submit.ts,
  * run-lifecycle.ts, outcome.ts, interactions.ts, expiry.ts, steering.ts, recovery.ts, shutdown.ts.
  */
-import type { Params } from "../../../shared/bridge-protocol/methods.ts";
+
 import type { Remote } from "comlink";
+import type { Params } from "../../../shared/bridge-protocol/methods.ts";
 import type { SweepFinding } from "../../../shared/leases/reconcile-verdict.ts";
 import type { ProviderWorker } from "../../../workers/provider-worker.ts";
 import { ServiceContext, type ServiceDeps } from "./context.ts";

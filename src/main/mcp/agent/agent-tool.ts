@@ -40,7 +40,6 @@ export const AGENT_AUDIT = { schema_version: 1 } as const;
 
 export const taskIdParam = () => textParam("The task's id, as submit_agent_task returned it.");
 
-
 /** The schema of correlation_id / idempotency_key; `opaqueValue` (opaque-value.ts) checks what the schema cannot. */
 export const opaqueTextParam = (about: string) =>
   v.optional(textParam(`${about} At most ${LIMITS.max_opaque_bytes} UTF-8 bytes, no control characters; "" is the same as absent.`));

@@ -3,23 +3,14 @@
  * question, message, cancel and result. Submit and list have MCP-side checks of their own.
  */
 import * as v from "valibot";
-import { byteLength } from "../../../shared/utf8.ts";
 import { byteSize } from "../../../shared/byte-size.ts";
 import { LIMITS } from "../../../shared/limits.ts";
+import { byteLength } from "../../../shared/utf8.ts";
 import { choiceParam, intParam, listParam, nonEmptyListParam, textParam, withDefault } from "../params.ts";
 import type { ToolDef } from "../tool.ts";
 import { AGENT_READ, type AgentDeps, agentAnnotations, proxyTool, taskIdParam } from "./agent-tool.ts";
 import { elicitPending, mayElicit } from "./elicitation/elicit-pending.ts";
-import {
-  CancelResult,
-  EventsResult,
-  MessageResult,
-  ResolvedResult,
-  ResultChunk,
-  stripEventIds,
-  stripTaskIds,
-  TaskResult,
-} from "./schemas.ts";
+import { CancelResult, EventsResult, MessageResult, ResolvedResult, ResultChunk, stripEventIds, stripTaskIds, TaskResult } from "./schemas.ts";
 
 /**
  * The largest result chunk that stays inline in Claude Code, which inlines a result only up to about
@@ -82,9 +73,7 @@ export function proxyTools(deps: AgentDeps): Record<string, ToolDef> {
       },
       present: (r) => ({
         ...r,
-        events: Array.isArray(r["events"])
-          ? r["events"].map((e: Record<string, unknown>) => ({ ...e, payload: stripEventIds(e["payload"]) }))
-          : r["events"],
+        events: Array.isArray(r["events"]) ? r["events"].map((e: Record<string, unknown>) => ({ ...e, payload: stripEventIds(e["payload"]) })) : r["events"],
       }),
       audit: (a, r, call) => {
         Object.assign(call.audit, {
@@ -105,9 +94,15 @@ export function proxyTools(deps: AgentDeps): Record<string, ToolDef> {
       input: v.strictObject({
         task_id: taskIdParam(),
         request_id: textParam("The pending approval's request_id, from get_agent_task or its event."),
-        decision: choiceParam(["approve_once", "approve_session", "deny", "cancel_task"], "The human's decision, one the request offers (its available_decisions); cancel_task also cancels the task."),
+        decision: choiceParam(
+          ["approve_once", "approve_session", "deny", "cancel_task"],
+          "The human's decision, one the request offers (its available_decisions); cancel_task also cancels the task.",
+        ),
         granted_permission_ids: v.optional(
-          listParam(textParam("A permission id."), "For a permission request: the ids of the requested permissions to grant, exactly these; absent grants none."),
+          listParam(
+            textParam("A permission id."),
+            "For a permission request: the ids of the requested permissions to grant, exactly these; absent grants none.",
+          ),
         ),
       }),
       output: ResolvedResult,
@@ -134,7 +129,10 @@ export function proxyTools(deps: AgentDeps): Record<string, ToolDef> {
         answers: nonEmptyListParam(
           v.strictObject({
             question_id: textParam("The question this answers."),
-            selected_option_ids: withDefault(listParam(textParam("An option id."), "The chosen options' ids (at most one unless the question is multi_select)."), []),
+            selected_option_ids: withDefault(
+              listParam(textParam("An option id."), "The chosen options' ids (at most one unless the question is multi_select)."),
+              [],
+            ),
             text: v.optional(textParam("Free text, only where the question allows it.")),
           }),
           "One answer for every question of the request.",

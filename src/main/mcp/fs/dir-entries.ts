@@ -4,8 +4,8 @@
  * with the no-follow type the directory itself reports.
  */
 import { type Dirent, readdirSync } from "node:fs";
-import { decodeStrict } from "../../../shared/utf8.ts";
 import { self } from "../../../shared/fs/dir-handle.ts";
+import { decodeStrict } from "../../../shared/utf8.ts";
 
 /** `unknown` when the filesystem does not report types; the caller then lstats the entry. */
 export type EntryKind = "file" | "directory" | "symlink" | "other" | "unknown";

@@ -8,8 +8,8 @@ import { closeQuietly } from "../../../shared/fs/dir-handle.ts";
 import { globMatcher } from "../../../shared/path/glob.ts";
 import { type StopFlag, throwIfStopped } from "./stop-flag.ts";
 import { policyOf, type TreeTarget } from "./tree-job.ts";
-import { walkFiles, type WalkStats } from "./walk.ts";
-import { deferredPiece, EMPTY_PART, openPart, type PartResult, partBase, type Piece, type WalkPart } from "./walk-part.ts";
+import { type WalkStats, walkFiles } from "./walk.ts";
+import { deferredPiece, EMPTY_PART, openPart, type PartResult, type Piece, partBase, type WalkPart } from "./walk-part.ts";
 
 export interface FindJob {
   target: TreeTarget;

@@ -23,8 +23,8 @@ import type { Remote } from "comlink";
 import type { WalkApi } from "../../../workers/walk-worker.ts";
 import type { WaitOptions } from "../wait-queue.ts";
 import type { StopFlag } from "./stop-flag.ts";
-import type { WalkPool } from "./walk-pool.ts";
 import type { PartResult, WalkPart } from "./walk-part.ts";
+import type { WalkPool } from "./walk-pool.ts";
 
 /** Entries a part reads before deferring subdirectories: a few milliseconds of walking. */
 export const PART_ENTRIES = 1000;
@@ -150,11 +150,11 @@ export function walkInParts<M>(pool: WalkPool, opts: WaitOptions, limits: WalkLi
             (e) => failed(node, e),
           )
           .finally(() => {
-          running--;
-          if (ended.signal.aborted) return;
-          advance();
-          pump();
-        });
+            running--;
+            if (ended.signal.aborted) return;
+            advance();
+            pump();
+          });
       }
     };
     pump();

@@ -11,7 +11,7 @@ import { searchGlob } from "./search-glob.ts";
 import { type StopFlag, throwIfStopped } from "./stop-flag.ts";
 import { policyOf, type TreeTarget } from "./tree-job.ts";
 import { walkFiles } from "./walk.ts";
-import { deferredPiece, EMPTY_PART, openPart, type PartResult, partBase, type Piece, type WalkPart } from "./walk-part.ts";
+import { deferredPiece, EMPTY_PART, openPart, type PartResult, type Piece, partBase, type WalkPart } from "./walk-part.ts";
 
 /** Never entered below the search directory, even with hidden paths allowed. */
 const VCS_DIRS = new Set([".git", ".hg", ".svn"]);

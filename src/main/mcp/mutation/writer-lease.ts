@@ -5,17 +5,17 @@
  * descriptor still excludes the Bridge's) and stats the guard `active/NN`; it never creates,
  * writes or chmods anything there.
  */
-import { guardPath } from "../../../shared/leases/guard-files.ts";
-import { lockPath } from "../../../shared/leases/lock-files.ts";
+
 import { constants, fstatSync, lstatSync, openSync } from "node:fs";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { tryLockExclusive, unlock } from "../../../shared/ffi/libc.ts";
 import { closeQuietly, O_CLOEXEC } from "../../../shared/fs/dir-handle.ts";
 import { osCode } from "../../../shared/fs/os-errors.ts";
+import { guardPath } from "../../../shared/leases/guard-files.ts";
+import { lockPath } from "../../../shared/leases/lock-files.ts";
 
 /** Read-only, no symlink, and never blocking should a FIFO sit where the lock file belongs. */
 const LOCK_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | O_CLOEXEC;
-
 
 export type ReleaseLease = () => void;
 

@@ -10,7 +10,6 @@
  */
 import type { CreateTaskOptions, TaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/interfaces.js";
 import type { Task } from "@modelcontextprotocol/sdk/types.js";
-import type { ToolResult } from "./tool-outcome.ts";
 import * as v from "valibot";
 import type { AuditLog } from "../../../shared/audit.ts";
 import { RelayedError, ServerFsError } from "../../../shared/errors.ts";
@@ -18,6 +17,7 @@ import { type BridgeCaller, expectShape } from "../agent/agent-tool.ts";
 import { stripTaskIds, TaskResult } from "../agent/schemas.ts";
 import { type BridgeTask, toMcpTask } from "./mcp-task.ts";
 import { rpcError } from "./rpc-error.ts";
+import type { ToolResult } from "./tool-outcome.ts";
 
 /** Tasks per tasks/list page, newest first; a page the Bridge finds over 1 MiB is asked for again in halves. */
 export const TASKS_PAGE_SIZE = 10;

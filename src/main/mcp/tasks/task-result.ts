@@ -7,7 +7,6 @@
  * to the elicitation seam once per request.
  */
 import { RELATED_TASK_META_KEY } from "@modelcontextprotocol/sdk/types.js";
-import type { ToolResult } from "./tool-outcome.ts";
 import type { BridgeCaller } from "../agent/agent-tool.ts";
 import { expectShape } from "../agent/agent-tool.ts";
 import { EventsResult } from "../agent/schemas.ts";
@@ -16,6 +15,7 @@ import type { PendingRequestHook, TaskCallExtra } from "./elicitation-seam.ts";
 import { isTerminalTask } from "./mcp-task.ts";
 import { progressMessage } from "./progress-message.ts";
 import { rpcError } from "./rpc-error.ts";
+import type { ToolResult } from "./tool-outcome.ts";
 
 /** One long-poll's bound: the most `task.events` waits (docs/bridge-rpc.md#limits). */
 export const LONG_POLL_MS = 25_000;

@@ -19,8 +19,7 @@ export const createDirectory = (deps: McpDeps) =>
   defineTool({
     name: "create_directory",
     title: "Create a directory",
-    description:
-      "Create one new directory (read-write workdirs only). Its parent must already exist; fails if anything exists at the path.",
+    description: "Create one new directory (read-write workdirs only). Its parent must already exist; fails if anything exists at the path.",
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     input: v.strictObject({ workdir: workdirParam(), path: pathParam("The directory to create; its parent must exist and nothing may be at the path.") }),
     output: Output,

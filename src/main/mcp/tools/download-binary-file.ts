@@ -37,8 +37,7 @@ function readAtMost(fd: number, size: number): Buffer {
   return buf.subarray(0, got);
 }
 
-const resourceUri = (alias: string, path: string): string =>
-  `serverfs://${alias}/${path.split("/").map(encodeURIComponent).join("/")}`;
+const resourceUri = (alias: string, path: string): string => `serverfs://${alias}/${path.split("/").map(encodeURIComponent).join("/")}`;
 
 const resourceBlock = (uri: string, mimeType: string, blob: string) => ({ type: "resource", resource: { uri, mimeType, blob } });
 

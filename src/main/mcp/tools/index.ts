@@ -3,8 +3,9 @@
  * binary transfer, Agent tools when the Bridge is enabled and some workdir has an agent mode — in
  * the table's order, fixed at startup.
  */
-import { agentTools } from "../agent/index.ts";
+
 import type { BridgeCaller } from "../agent/agent-tool.ts";
+import { agentTools } from "../agent/index.ts";
 import type { McpDeps } from "../deps.ts";
 import type { ToolDef } from "../tool.ts";
 import { createDirectory } from "./create-directory.ts";

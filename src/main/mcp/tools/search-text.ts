@@ -8,16 +8,7 @@ import * as v from "valibot";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { type McpDeps, readTarget } from "../deps.ts";
 import { treeTarget } from "../fs/tree-job.ts";
-import {
-  flagParam,
-  intParam,
-  nonEmptyTextParam,
-  nullableTextParam,
-  ONE_LINE,
-  pathParam,
-  withDefault,
-  workdirParam,
-} from "../params.ts";
+import { flagParam, intParam, nonEmptyTextParam, nullableTextParam, ONE_LINE, pathParam, withDefault, workdirParam } from "../params.ts";
 import { defineTool, READ_ONLY } from "../tool.ts";
 
 const Hit = v.strictObject({ path: v.string(), line: v.number(), text_truncated: v.boolean(), text: v.string() });
@@ -42,7 +33,7 @@ export const searchText = (deps: McpDeps) => {
       path: withDefault(pathParam("The directory to search below."), ""),
       glob: withDefault(
         nullableTextParam(
-          "Only files matching this glob: without a / it matches the basename, with one the path below the search directory (** any number of segments); a leading ! excludes instead. null or \"\" searches every file.",
+          'Only files matching this glob: without a / it matches the basename, with one the path below the search directory (** any number of segments); a leading ! excludes instead. null or "" searches every file.',
         ),
         null,
       ),

@@ -1,10 +1,11 @@
 /** `stat_file(workdir, path)` (docs/mcp-tools.md#stat_file): a no-follow stat of the final segment. */
+
+import { fstatSync } from "node:fs";
 import * as v from "valibot";
 import { closeQuietly, lstatAt, openRoot, withParent } from "../../../shared/fs/dir-handle.ts";
 import { mimeTypeFor } from "../../../shared/fs/mime.ts";
 import { osError } from "../../../shared/fs/os-errors.ts";
 import { entryType, modifiedAt, revisionOf, sizeOf } from "../../../shared/fs/stat.ts";
-import { fstatSync } from "node:fs";
 import { type McpDeps, readTarget } from "../deps.ts";
 import { pathParam, workdirParam } from "../params.ts";
 import { defineTool, READ_ONLY } from "../tool.ts";
@@ -25,7 +26,10 @@ export const statFile = (deps: McpDeps) =>
     title: "Stat a file",
     description: "Type, size, modification time, MIME type and revision of one path (symlinks are reported, never followed).",
     annotations: READ_ONLY,
-    input: v.strictObject({ workdir: workdirParam(), path: pathParam("The file, directory or other entry to stat; a final symlink is reported, not followed.") }),
+    input: v.strictObject({
+      workdir: workdirParam(),
+      path: pathParam("The file, directory or other entry to stat; a final symlink is reported, not followed."),
+    }),
     output: Output,
     unexpected: "READ_FAILED",
     run(args, call) {

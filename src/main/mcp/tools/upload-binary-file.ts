@@ -81,8 +81,8 @@ export const uploadBinaryFile = (deps: McpDeps) =>
         async commit(scope) {
           // After step 7, expected_revision is given exactly when overwrite is true.
           const st = await (expected === null
-              ? scope.inParent("PARENT_NOT_FOUND", (dirFd, name) => publishNew(dirFd, name, bytes, scope))
-              : replace(scope, bytes, expected));
+            ? scope.inParent("PARENT_NOT_FOUND", (dirFd, name) => publishNew(dirFd, name, bytes, scope))
+            : replace(scope, bytes, expected));
           const revision = revisionOf(st);
           Object.assign(call.audit, { bytes_written: bytes.length, revision });
           return {

@@ -58,10 +58,7 @@ export function approvalForm(taskId: string, requestId: string, payload: Json): 
         properties: {
           decision: { type: "string", title: "Decision", description: DECISION_HELP, enum: decisions },
           ...Object.fromEntries(
-            grants.map(([key], i) => [
-              key,
-              { type: "boolean", title: `Grant permission ${i + 1} (${String(permissions[i]!["kind"])})`, default: true },
-            ]),
+            grants.map(([key], i) => [key, { type: "boolean", title: `Grant permission ${i + 1} (${String(permissions[i]!["kind"])})`, default: true }]),
           ),
         },
         required: ["decision"],

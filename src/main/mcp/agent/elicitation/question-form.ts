@@ -30,7 +30,9 @@ function labels(options: Json[]): Map<string, string> {
 
 export function questionForm(taskId: string, requestId: string, payload: Json): PendingForm {
   const questions = list(payload["questions"]);
-  const message = new FormMessage().add(`An agent task asks ${questions.length === 1 ? "a question" : `${questions.length} questions`} (task ${taskId}, request ${requestId}).`);
+  const message = new FormMessage().add(
+    `An agent task asks ${questions.length === 1 ? "a question" : `${questions.length} questions`} (task ${taskId}, request ${requestId}).`,
+  );
   const properties: ElicitForm["requestedSchema"]["properties"] = {};
   const required: string[] = [];
   const fields: Field[] = questions.map((q, i) => {
