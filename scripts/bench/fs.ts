@@ -82,17 +82,18 @@ function expectCount(what: string, got: number, want: number): void {
 const textOf = (r: { content: unknown[] }) => (r.content[0] as { text?: string } | undefined)?.text ?? "";
 const structuredOf = <T>(r: { structuredContent?: unknown }) => r.structuredContent as T;
 
-/** `bun build --compile` of `entry`, timed; ServerFS's own build line (package.json, its worker entries included) when `entry` is null. */
+/**
+ * `bun build` of `entry` with the flags of ServerFS's own build line (package.json: `--compile`, `--bytecode`, …),
+ * so the floor is built the way ServerFS is; that whole build line (its worker entries included) when `entry` is null.
+ */
 function compile(outfile: string, entry: string | null): number {
   const build = (JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as { scripts: { build: string } }).scripts.build;
-  const args =
-    entry === null
-      ? build
-          .replace(/^bun /, "")
-          .replace(/--outfile \S+/, "")
-          .trim()
-          .split(/\s+/)
-      : ["build", "--compile", entry];
+  const line = build
+    .replace(/^bun /, "")
+    .replace(/--outfile \S+/, "")
+    .trim()
+    .split(/\s+/);
+  const args = entry === null ? line : ["build", ...line.filter((t) => t.startsWith("--") && t !== "--root"), entry];
   const started = performance.now();
   const r = Bun.spawnSync([BUN, ...args, "--outfile", outfile], { cwd: REPO_ROOT, stdout: "pipe", stderr: "pipe" });
   if (r.exitCode !== 0) throw new Error(`bun build --compile failed:\n${r.stderr.toString("utf8")}`);

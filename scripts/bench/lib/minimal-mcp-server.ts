@@ -1,8 +1,8 @@
 /**
  * The cold-start floor of the benchmark (docs/performance.md): the smallest MCP server the SDK makes,
- * its `McpServer` with one tool over stdio. `scripts/bench/fs.ts` compiles it with
- * `bun build --compile` into its temp dir in the same run as ServerFS, so both binaries come from the
- * same Bun; what ServerFS takes beyond this to answer `initialize` is its own start.
+ * its `McpServer` with one tool over stdio. `scripts/bench/fs.ts` compiles it with the flags of
+ * ServerFS's build line into its temp dir in the same run as ServerFS, so both binaries come from the
+ * same Bun, built the same way; what ServerFS takes beyond this to answer `initialize` is its own start.
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
