@@ -1,7 +1,8 @@
 /**
  * The few libc calls Bun has no API for, through `bun:ffi`: `flock` (the writer lease and the
- * instance lock), `getsockopt(SO_PEERCRED)` (the Bridge's peer check) and `poll` (seeing stdin's
- * writer hang up while stdin is not being read). errno is read right
+ * instance lock), `getsockopt(SO_PEERCRED)` (the Bridge's peer check), `poll` (seeing stdin's
+ * writer hang up while stdin is not being read) and `getdents64` with `lseek` (reading a directory
+ * through the walk's own handle, src/shared/ffi/dirents.ts). errno is read right
  * after the call from the calling thread's `__errno_location()`.
  */
 import { dlopen, FFIType, ptr, read } from "bun:ffi";
@@ -11,7 +12,15 @@ const libc = dlopen("libc.so.6", {
   getsockopt: { args: [FFIType.i32, FFIType.i32, FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
   __errno_location: { args: [], returns: FFIType.ptr },
   poll: { args: [FFIType.ptr, FFIType.u64, FFIType.i32], returns: FFIType.i32 },
+  getdents64: { args: [FFIType.i32, FFIType.ptr, FFIType.u64], returns: FFIType.i64 },
+  lseek: { args: [FFIType.i32, FFIType.i64, FFIType.i32], returns: FFIType.i64 },
 });
+
+/** `getdents64(fd, buffer, size)`: bytes of `linux_dirent64` records written, 0 at the end, −1 on error. */
+export const getdents64 = (fd: number, buffer: Uint8Array): number => Number(libc.symbols.getdents64(fd, ptr(buffer), buffer.byteLength));
+
+/** `lseek(fd, 0, SEEK_SET)`: false on error. */
+export const rewind = (fd: number): boolean => Number(libc.symbols.lseek(fd, 0, 0)) === 0;
 
 export const LOCK_SH = 1;
 export const LOCK_EX = 2;
