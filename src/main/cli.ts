@@ -90,64 +90,41 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const configPath = stringFlag(args, "--config");
-  switch (name) {
-    case "mcp": {
-      const { prepareMcp } = await import("./mcp/startup.ts");
-      const http = stringFlag(args, "--http");
-      const rt = prepareMcp(configPath, http === undefined ? "stdio" : "http");
-      if (http !== undefined) {
-        const { serveHttp } = await import("./mcp/http.ts");
-        await serveHttp(rt, http);
-      } else {
-        const { serveStdio } = await import("./mcp/stdio.ts");
-        await serveStdio(rt);
-      }
-      return -1;
-    }
-    case "bridge": {
-      const { runBridge } = await import("./bridge/startup.ts");
-      return runBridge(configPath);
-    }
-    case "tasks": {
-      const { runTasks } = await import("./operator/tasks.ts");
-      return runTasks(args, configPath);
-    }
-    case "doctor": {
-      const { runDoctor } = await import("./operator/doctor.ts");
-      return runDoctor(configPath);
-    }
-    case "recovery": {
-      const { runRecovery } = await import("./operator/recovery.ts");
-      return runRecovery(args, configPath);
-    }
-    case "demo": {
-      const { runDemo } = await import("./demo/run.ts");
-      return runDemo();
-    }
-    case "init": {
-      const { runInit } = await import("./operator/init.ts");
-      return runInit(args, configPath);
-    }
-    case "connect": {
-      const { runConnect } = await import("./operator/init.ts");
-      return runConnect(args, configPath);
-    }
-    case "backup": {
-      const { runBackup } = await import("./operator/backup.ts");
-      return runBackup(args, configPath);
-    }
-    case "version":
-      return printVersion(booleanFlag(args, "--json"));
-    default: {
-      // help [COMMAND]
-      const topic = args.command[1];
-      if (topic === undefined) print(programUsage());
-      else if (COMMANDS[topic] === undefined) throw new UsageError(`unknown command ${topic}${suggestion(topic, commandNames())}`, "help");
-      else print(commandUsage(topic));
-      return 0;
-    }
-  }
+  const run = RUNNERS[name];
+  if (run !== undefined) return run(args, configPath);
+  if (name === "version") return printVersion(booleanFlag(args, "--json"));
+  // help [COMMAND]
+  const topic = args.command[1];
+  if (topic === undefined) print(programUsage());
+  else if (COMMANDS[topic] === undefined) throw new UsageError(`unknown command ${topic}${suggestion(topic, commandNames())}`, "help");
+  else print(commandUsage(topic));
+  return 0;
 }
+
+type Runner = (args: ParsedArgs, configPath: string | undefined) => Promise<number>;
+
+/**
+ * Each command's module loads only when that command runs, so a `serverfs mcp` start never parses the
+ * Bridge or the operator code. -1: the process stays up serving until its transport ends.
+ */
+const RUNNERS: Record<string, Runner> = {
+  mcp: async (args, configPath) => {
+    const { prepareMcp } = await import("./mcp/startup.ts");
+    const http = stringFlag(args, "--http");
+    const rt = prepareMcp(configPath, http === undefined ? "stdio" : "http");
+    if (http !== undefined) await (await import("./mcp/http.ts")).serveHttp(rt, http);
+    else await (await import("./mcp/stdio.ts")).serveStdio(rt);
+    return -1;
+  },
+  bridge: async (_, configPath) => (await import("./bridge/startup.ts")).runBridge(configPath),
+  tasks: async (args, configPath) => (await import("./operator/tasks.ts")).runTasks(args, configPath),
+  doctor: async (_, configPath) => (await import("./operator/doctor.ts")).runDoctor(configPath),
+  recovery: async (args, configPath) => (await import("./operator/recovery.ts")).runRecovery(args, configPath),
+  demo: async () => (await import("./demo/run.ts")).runDemo(),
+  init: async (args, configPath) => (await import("./operator/init.ts")).runInit(args, configPath),
+  connect: async (args, configPath) => (await import("./operator/init.ts")).runConnect(args, configPath),
+  backup: async (args, configPath) => (await import("./operator/backup.ts")).runBackup(args, configPath),
+};
 
 /** What follows a usage error: the command's synopsis (or the program's), and where the rest is. */
 function usageHint(command: string | undefined): string {

@@ -58,6 +58,13 @@ export const nonEmptyListParam = <T extends v.GenericSchema>(item: T, about: str
 export const withDefault = <T extends v.GenericSchema, const D extends v.InferInput<T>>(schema: T, value: D) =>
   v.pipe(v.optional(schema, value), v.description(sentence(v.getDescription(schema), `Default: ${JSON.stringify(value)}.`)));
 
+/** A search's `limit`: at least 1, capped by `max_search_results`, default the configured default within that cap. */
+export const searchLimitParam = (about: string, limits: { default_search_results: number; max_search_results: number }) =>
+  withDefault(
+    intParam(about, { min: 1, cap: `max_search_results (${limits.max_search_results})` }),
+    Math.min(limits.default_search_results, limits.max_search_results),
+  );
+
 export const workdirParam = () => textParam("The workdir's alias, as list_workdirs shows it.");
 
 /** A path inside a workdir; `about` says what must be there. */

@@ -67,16 +67,3 @@ export function isMethod(name: string): name is Method {
 export type Params<M extends Method> = v.InferOutput<(typeof METHOD_PARAMS)[M]>;
 /** What a client may send. */
 export type ParamsInput<M extends Method> = v.InferInput<(typeof METHOD_PARAMS)[M]>;
-
-export type RuntimeListParams = Params<"runtime.list">;
-export type TaskSubmitParams = Params<"task.submit">;
-export type TaskGetParams = Params<"task.get">;
-export type TaskEventsParams = Params<"task.events">;
-export type TaskResultReadParams = Params<"task.result.read">;
-export type TaskApprovalRespondParams = Params<"task.approval.respond">;
-export type TaskQuestionAnswerParams = Params<"task.question.answer">;
-export type TaskMessageSendParams = Params<"task.message.send">;
-export type TaskCancelParams = Params<"task.cancel">;
-export type TaskListParams = Params<"task.list">;
-export type RecoveryListParams = Params<"recovery.list">;
-export type RecoveryClearParams = Params<"recovery.clear">;

@@ -2,7 +2,8 @@
 import { createHash } from "node:crypto";
 import { type BigIntStats, constants } from "node:fs";
 
-export type EntryType = "file" | "directory" | "symlink" | "other";
+export const ENTRY_TYPES = ["file", "directory", "symlink", "other"] as const;
+export type EntryType = (typeof ENTRY_TYPES)[number];
 
 const S_IFMT = BigInt(constants.S_IFMT);
 const S_IFREG = BigInt(constants.S_IFREG);

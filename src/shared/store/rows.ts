@@ -44,22 +44,21 @@ export interface TaskRow {
   event_count: number;
 }
 
+/** The columns fixed when a task is submitted and never written again. */
+export type SubmittedColumn =
+  | "task_id"
+  | "runtime"
+  | "workdir_alias"
+  | "workdir_slot"
+  | "relative_cwd"
+  | "profile"
+  | "created_at"
+  | "continue_from_task_id"
+  | "correlation_id"
+  | "idempotency_key";
+
 /** What a submission writes (docs/task-model.md#submission step 13.5); the rest starts null, `queued`, 0 or `inline`. */
-export interface NewTask
-  extends Pick<
-    TaskRow,
-    | "task_id"
-    | "runtime"
-    | "workdir_alias"
-    | "workdir_slot"
-    | "relative_cwd"
-    | "profile"
-    | "created_at"
-    | "continue_from_task_id"
-    | "correlation_id"
-    | "idempotency_key"
-    | "request_fingerprint"
-  > {
+export interface NewTask extends Pick<TaskRow, SubmittedColumn | "request_fingerprint"> {
   /** Never null for a new task (only a task migrated from v0.6 may lack these). */
   deadline_at: string;
   manifest_json: string;

@@ -10,7 +10,7 @@
  * returns, so a new column can never leak by accident.
  */
 import type { Manifest } from "../manifest.ts";
-import type { RequestKind, RequestRow, RequestStatus, ResultStorage, TaskRow } from "./rows.ts";
+import type { RequestKind, RequestRow, RequestStatus, ResultStorage, SubmittedColumn, TaskRow } from "./rows.ts";
 
 export interface ResultObject {
   storage: ResultStorage;
@@ -35,21 +35,12 @@ export interface RequestObject {
 export interface TaskObject
   extends Pick<
     TaskRow,
-    | "task_id"
-    | "runtime"
-    | "workdir_alias"
-    | "workdir_slot"
-    | "relative_cwd"
-    | "profile"
+    | SubmittedColumn
     | "status"
-    | "created_at"
     | "updated_at"
     | "started_at"
     | "completed_at"
     | "deadline_at"
-    | "continue_from_task_id"
-    | "correlation_id"
-    | "idempotency_key"
     | "final_response"
     | "manifest_sha256"
     | "error_code"

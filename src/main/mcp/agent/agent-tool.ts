@@ -51,14 +51,9 @@ export function expectShape<T extends v.GenericSchema>(schema: T, value: unknown
   return parsed.output;
 }
 
-export interface ProxyToolSpec<I extends ObjectSchema, M extends Method> {
-  name: string;
-  title: string;
-  description: string;
-  annotations: Annotations;
-  input: I;
-  output: v.GenericSchema;
-  bulk?: readonly string[];
+/** A tool that forwards to one Bridge method: the declaration of a ToolDef, without its own handler. */
+export interface ProxyToolSpec<I extends ObjectSchema, M extends Method>
+  extends Pick<ToolDef<I>, "name" | "title" | "description" | "annotations" | "input" | "output" | "bulk"> {
   method: M;
   params(args: v.InferOutput<I>): ParamsInput<M>;
   /** Audit fields from the arguments and the validated result. */

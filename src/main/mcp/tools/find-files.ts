@@ -6,7 +6,7 @@
 import * as v from "valibot";
 import { type McpDeps, readTarget } from "../deps.ts";
 import { treeTarget } from "../fs/tree-job.ts";
-import { intParam, nonEmptyTextParam, pathParam, withDefault, workdirParam } from "../params.ts";
+import { nonEmptyTextParam, pathParam, searchLimitParam, withDefault, workdirParam } from "../params.ts";
 import { defineTool, READ_ONLY } from "../tool.ts";
 
 const Output = v.strictObject({
@@ -16,7 +16,7 @@ const Output = v.strictObject({
 });
 
 export const findFiles = (deps: McpDeps) => {
-  const { default_search_results, max_search_results, max_walk_entries } = deps.config.limits;
+  const { max_search_results, max_walk_entries } = deps.config.limits;
   return defineTool({
     name: "find_files",
     title: "Find files by name",
@@ -27,13 +27,7 @@ export const findFiles = (deps: McpDeps) => {
       workdir: workdirParam(),
       pattern: nonEmptyTextParam("A glob matched against each file's whole basename, case-sensitive: * any run, ? one character, [a-z] a class."),
       path: withDefault(pathParam("The directory to search below."), ""),
-      limit: withDefault(
-        intParam(`The most matches to return; the walk also stops after max_walk_entries (${max_walk_entries}) entries.`, {
-          min: 1,
-          cap: `max_search_results (${max_search_results})`,
-        }),
-        Math.min(default_search_results, max_search_results),
-      ),
+      limit: searchLimitParam(`The most matches to return; the walk also stops after max_walk_entries (${max_walk_entries}) entries.`, deps.config.limits),
     }),
     output: Output,
     bulk: ["matches"],

@@ -12,6 +12,7 @@ import { type ListPage, listPage } from "../fs/list-job.ts";
 import { treeTarget } from "../fs/tree-job.ts";
 import { intParam, pathParam, withDefault, workdirParam } from "../params.ts";
 import { defineTool, READ_ONLY } from "../tool.ts";
+import { ENTRY_STAT } from "./entry-stat.ts";
 
 /**
  * A directory's `st_size` grows with its entries (ext4: about 24 bytes each, tmpfs: 20); up to this
@@ -22,9 +23,7 @@ const INLINE_DIR_BYTES = 64 * 1024;
 const Entry = v.strictObject({
   name: v.string(),
   path: v.string(),
-  type: v.picklist(["file", "directory", "symlink", "other"]),
-  size: v.nullable(v.number()),
-  modified_at: v.nullable(v.string()),
+  ...ENTRY_STAT,
 });
 
 const Output = v.strictObject({

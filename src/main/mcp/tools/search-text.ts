@@ -8,7 +8,7 @@ import * as v from "valibot";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { type McpDeps, readTarget } from "../deps.ts";
 import { treeTarget } from "../fs/tree-job.ts";
-import { flagParam, intParam, nonEmptyTextParam, nullableTextParam, ONE_LINE, pathParam, withDefault, workdirParam } from "../params.ts";
+import { flagParam, nonEmptyTextParam, nullableTextParam, ONE_LINE, pathParam, searchLimitParam, withDefault, workdirParam } from "../params.ts";
 import { defineTool, READ_ONLY } from "../tool.ts";
 
 const Hit = v.strictObject({ path: v.string(), line: v.number(), text_truncated: v.boolean(), text: v.string() });
@@ -20,7 +20,7 @@ const Output = v.strictObject({
 });
 
 export const searchText = (deps: McpDeps) => {
-  const { default_search_results, max_search_results, search_timeout_seconds, search_max_file_bytes } = deps.config.limits;
+  const { max_search_results, search_timeout_seconds, search_max_file_bytes } = deps.config.limits;
   return defineTool({
     name: "search_text",
     title: "Search text",
@@ -38,12 +38,9 @@ export const searchText = (deps: McpDeps) => {
         null,
       ),
       case_sensitive: withDefault(flagParam("false matches regardless of case (Unicode simple case folding)."), true),
-      limit: withDefault(
-        intParam(`The most hits (matching lines) to return; the search fails with SEARCH_TIMEOUT after ${search_timeout_seconds} seconds.`, {
-          min: 1,
-          cap: `max_search_results (${max_search_results})`,
-        }),
-        Math.min(default_search_results, max_search_results),
+      limit: searchLimitParam(
+        `The most hits (matching lines) to return; the search fails with SEARCH_TIMEOUT after ${search_timeout_seconds} seconds.`,
+        deps.config.limits,
       ),
     }),
     output: Output,

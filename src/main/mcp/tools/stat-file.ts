@@ -9,13 +9,12 @@ import { entryType, modifiedAt, revisionOf, sizeOf } from "../../../shared/fs/st
 import { type McpDeps, readTarget } from "../deps.ts";
 import { pathParam, workdirParam } from "../params.ts";
 import { defineTool, READ_ONLY } from "../tool.ts";
+import { ENTRY_STAT } from "./entry-stat.ts";
 
 const Output = v.strictObject({
   workdir: v.string(),
   path: v.string(),
-  type: v.picklist(["file", "directory", "symlink", "other"]),
-  size: v.nullable(v.number()),
-  modified_at: v.nullable(v.string()),
+  ...ENTRY_STAT,
   mime_type: v.nullable(v.string()),
   revision: v.string(),
 });
