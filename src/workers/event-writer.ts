@@ -9,6 +9,7 @@
 import { AuditLog, type LogLevelSetting } from "../shared/audit.ts";
 import { exposeApi } from "../shared/comlink-worker.ts";
 import { type ErrorCode, ServerFsError } from "../shared/errors.ts";
+import { releaseMemory } from "../shared/release-memory.ts";
 import { isStorageFault } from "../shared/storage-fault.ts";
 import { Store } from "../shared/store/index.ts";
 
@@ -57,6 +58,9 @@ export const eventWriterApi = {
   /** The run is over: nothing more of it will be sent. */
   endRun(taskId: string): void {
     broken.delete(taskId);
+  },
+  releaseMemory(): void {
+    releaseMemory(db);
   },
   close(): void {
     db?.close();

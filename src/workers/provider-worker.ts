@@ -16,6 +16,7 @@ import { type ErrorCode, ServerFsError } from "../shared/errors.ts";
 import { LIMITS } from "../shared/limits.ts";
 import { proveStopped } from "../shared/process-group.ts";
 import { normalizeAbsolute, Redactor, WORKDIR_MARK } from "../shared/redact.ts";
+import { releaseMemory } from "../shared/release-memory.ts";
 import { Store } from "../shared/store/index.ts";
 import { byteLength, encoder } from "../shared/utf8.ts";
 import { autoDeclinedEvent, outsideWorkdir } from "./auto-decline.ts";
@@ -234,6 +235,10 @@ const api: ProviderWorkerApi & { configure(file: Pick<ConfigFile, "bridge" | "ru
     const live = runs.get(taskId);
     if (!live?.handle) throw new ServerFsError("AGENT_TASK_NOT_ACTIVE", "the provider is not ready for a message");
     await live.handle.sendMessage(text);
+  },
+  async releaseMemory() {
+    releaseMemory(db);
+    await writer?.remote.releaseMemory();
   },
   async shutdown() {
     for (const live of runs.values()) live.handle?.cancel();

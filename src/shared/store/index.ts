@@ -41,6 +41,8 @@
  * - `getRequest(id)`, `resolveRequest(taskId, requestId, resolution)`, `staleRequest(taskId, requestId,
  *   "withdrawn" | "expired")` → change or null when the CAS lost; `listExpiredPending(nowIso)`.
  *
+ * Memory: `releaseMemory()`, `PRAGMA shrink_memory` on this connection.
+ *
  * Backup: `backupTo(file)` → `{bytes, tasks, events}`, an online `VACUUM INTO` a new 0600 file.
  *
  * Retention (docs/task-model.md#retention): `gcCandidates(cutoffIso, limit)` (terminal, completed_at < cutoff, oldest first),
@@ -109,6 +111,10 @@ export class Store {
     this.db.close();
   }
 
+  /** Frees what SQLite caches for this connection (the Bridge does it once idle: src/shared/release-memory.ts). */
+  releaseMemory(): void {
+    this.db.run("PRAGMA shrink_memory");
+  }
   backupTo(target: string): BackupReport {
     return backupDatabase(this.db, target);
   }

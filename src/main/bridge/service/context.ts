@@ -9,6 +9,7 @@ import type { AuditLog } from "../../../shared/audit.ts";
 import type { Config } from "../../../shared/config/load.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { isTaskId } from "../../../shared/ids.ts";
+import { releaseMemory } from "../../../shared/release-memory.ts";
 import type { GcScope } from "../../../shared/retention.ts";
 import type { Store, TaskRow } from "../../../shared/store/index.ts";
 import type { Workspaces } from "../../../shared/workspace.ts";
@@ -31,8 +32,13 @@ export interface ServiceDeps {
   spool: Remote<SpoolApi>;
   /** Asks for a retention GC pass (in the maintenance worker; at most one in flight) and resolves when it is done. */
   gc: () => Promise<void>;
+  /** Each worker that holds task data gives memory back (src/shared/release-memory.ts); failures are ignored. */
+  releaseWorkerMemory: () => void;
   sharingGid: number | null;
 }
+
+/** How long the Bridge stays without a run before it gives memory back (docs/performance.md "## Bridge"). */
+const IDLE_RELEASE_MS = 1_000;
 
 export const notFound = () => new ServerFsError("AGENT_TASK_NOT_FOUND", "no such task");
 
@@ -44,6 +50,7 @@ export class ServiceContext {
   readonly unrecorded: UnrecordedOutcomes;
   /** Shutdown has begun: nothing new starts, and late outcomes are discarded. */
   closing = false;
+  private idleRelease: ReturnType<typeof setTimeout> | null = null;
   /** Settles when the provider worker runs are dispatched to is up (see `replacingProvider`). */
   providerReady: Promise<void> = Promise.resolve();
 
@@ -94,6 +101,22 @@ export class ServiceContext {
       ...(ended ? { error_code: t.error_code ?? undefined, duration_ms: Date.parse(t.completed_at!) - Date.parse(t.created_at) } : {}),
       ...extra,
     });
+  }
+
+  /**
+   * Called as each run's finally path ends: once no run is left and none has started for
+   * `IDLE_RELEASE_MS`, every thread of the Bridge that holds task data gives memory back
+   * (src/shared/release-memory.ts), so a flood of events or a large result does not stay resident.
+   */
+  noteRunEnded(): void {
+    if (this.runs.size > 0 || this.idleRelease) return;
+    this.idleRelease = setTimeout(() => {
+      this.idleRelease = null;
+      if (this.closing || this.runs.size > 0) return;
+      releaseMemory(this.store);
+      this.deps.releaseWorkerMemory();
+    }, IDLE_RELEASE_MS);
+    this.idleRelease.unref();
   }
 
   /** Asks for a retention GC pass without waiting for it (the pass's own failures are its worker's). */

@@ -121,6 +121,7 @@ async function finallyPath(ctx: ServiceContext, run: LiveRun, report: RunReport)
   ctx.runs.delete(run.taskId);
   ctx.waiters.notify(run.taskId);
   ctx.logTask("task_ended", run.taskId);
+  ctx.noteRunEnded();
   await ctx.deps.gc().catch(() => undefined);
 }
 
