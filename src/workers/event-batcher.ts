@@ -3,8 +3,11 @@
  * least every 250 ms, at 64 buffered events, and always before any state change of the task — one
  * transaction per batch, in emission order. The hand-off does not wait for the commit, so the next
  * batch is parsed while this one commits (docs/decisions.md, "The event writer"); `settled()` is
- * what a state change waits for. Once a batch breaks a limit the rest of the run's events are
- * dropped and the breaking code is kept for the run to end with.
+ * what a state change waits for. At most `MAX_IN_FLIGHT` batches of a run are handed over and not
+ * yet committed: beyond that `backlog()` holds the reading of the provider's stream, so no batch
+ * queues behind more than one other of its run and the flush bound stays a bound on the commit.
+ * Once a batch breaks a limit the rest of the run's events are dropped and the breaking code is kept
+ * for the run to end with.
  */
 import type { ErrorCode } from "../shared/errors.ts";
 
@@ -21,6 +24,9 @@ export interface BatcherOptions {
 
 export const DEFAULT_BATCHING: BatcherOptions = { maxEvents: 64, intervalMs: 250 };
 
+/** One batch committing while the next fills: the overlap the event writer is for, and no deeper queue. */
+const MAX_IN_FLIGHT = 2;
+
 export class EventBatcher {
   // two parallel arrays rather than an object per event: the batch crosses to the event writer as is
   private types: string[] = [];
@@ -28,6 +34,8 @@ export class EventBatcher {
   private timer: ReturnType<typeof setTimeout> | null = null;
   private brokenBy: ErrorCode | null = null;
   private committed: Promise<void> = Promise.resolve();
+  /** Handed over, not yet committed, oldest first (the writer commits in that order). */
+  private readonly inFlight: Promise<void>[] = [];
 
   constructor(
     private readonly commit: CommitBatch,
@@ -82,8 +90,15 @@ export class EventBatcher {
         this.onBroken(code);
       }
     });
+    this.inFlight.push(done);
+    void done.then(() => this.inFlight.shift());
     const before = this.committed;
     this.committed = before.then(() => done);
+  }
+
+  /** Undefined while fewer than `MAX_IN_FLIGHT` batches are committing, else the oldest one's commit. */
+  backlog(): Promise<void> | undefined {
+    return this.inFlight.length >= MAX_IN_FLIGHT ? this.inFlight[0] : undefined;
   }
 
   /** Flushes, then resolves once every batch handed over so far has committed (or broken a limit). */

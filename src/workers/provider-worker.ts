@@ -146,7 +146,10 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
       return withHuman(() => host.interact(spec.taskId, "approval", redacted) as never);
     },
     askQuestion: (payload) => withHuman(() => host.interact(spec.taskId, "question", redactor.redactValue({ ...payload })) as never),
-    activity: () => idle.touch(),
+    activity: () => {
+      idle.touch();
+      return batcher.backlog();
+    },
     busy: (working) => (working ? idle.pause() : idle.resume()),
     abandonInteraction: () => {
       void batcher.settled().then(() => host.withdrawn(spec.taskId));
