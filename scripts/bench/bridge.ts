@@ -27,7 +27,7 @@ import { encoder } from "../../src/shared/utf8.ts";
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, isTerminalTask, startBridgeProcess, waitForTask } from "../../test/helpers/bridge.ts";
 import { BUN, REPO_ROOT, tempDir } from "../../test/helpers/workspace.ts";
 import { type IngestRound, ingestRound } from "./lib/bridge-ingest.ts";
-import { connectLines, type LineClient, type RoundTrips, roundTrips } from "./lib/bridge-line-client.ts";
+import { connectLines, type LineClient, longestRoundTrip, type RoundTrips, roundTrips } from "./lib/bridge-line-client.ts";
 import { type LineMemory, lineMemory } from "./lib/bridge-line-memory.ts";
 import { maxRssDuring, peakRssMb, settledRss } from "./lib/bridge-rss.ts";
 import { rawBatchedInserts, seedFinishedTasks } from "./lib/bridge-seed.ts";
@@ -42,6 +42,8 @@ const SPOOL = { runs: 5, bytes: 8 * 1024 * 1024, chunk: 65_536, piece: "serverfs
 const STARTUP = { runs: 5, retained: 100_000, expired: 10_000, expiredSpoolText: "x".repeat(1024) };
 /** Longer than the Bridge's 1 s idle delay before it gives memory back (src/main/bridge/service/context.ts). */
 const AFTER_TASKS_SETTLE_MS = 2_500;
+/** The pace of the `task.get` probe that watches the main thread while it gives memory back. */
+const STALL_PROBE_GAP_MS = 2;
 /** Provider line sizes in MiB: small, large, and just under the 64 MiB line cap. */
 const LINE_SIZES_MIB = [1, 16, 60] as const;
 /** The product default; the test helper's 1 s would put a GC pass inside every measurement. */
@@ -446,7 +448,14 @@ async function main(): Promise<void> {
 
     const ingest = await ingestion(env, pid, work.path);
     const spooled = await spool(env, work.path);
-    const idleAfterMb = await settledRss(pid, AFTER_TASKS_SETTLE_MS);
+    // the idle release fires 1 s after the read-back's last page, inside this window: its full GC on
+    // the main thread is the longest stall a client sees in it
+    log(`idle release: task.get every ${STALL_PROBE_GAP_MS} ms for ${AFTER_TASKS_SETTLE_MS / 1000} s, then idle RSS`);
+    const probe = await connectLines(env.socketPath);
+    const getLine = JSON.stringify({ protocol_version: 1, request_id: "stall", method: "task.get", params: { task_id } });
+    const releaseStall = await longestRoundTrip(probe, getLine, AFTER_TASKS_SETTLE_MS, STALL_PROBE_GAP_MS, (r) => r.includes('"ok":true'));
+    probe.close();
+    const idleAfterMb = await settledRss(pid, 0);
     const peakMb = peakRssMb(pid);
     await stopBridge(bridge, live);
 
@@ -478,7 +487,8 @@ async function main(): Promise<void> {
         rss: "VmRSS of the Bridge process (workers included, providers not); MB = 10^6 bytes",
         long_lines: LONG_LINES_METHOD,
         submit_burst: BURST_METHOD,
-        rss_after: `idle_after_run_mb: settled VmRSS ${AFTER_TASKS_SETTLE_MS / 1000} s after the last task (the ingestion rounds' ~120,000 events and the 8 MiB result and its read-back), against idle_mb at start`,
+        rss_after: `idle_after_run_mb: settled VmRSS ${AFTER_TASKS_SETTLE_MS / 1000} s after the 8 MiB result's last read-back page (after the ingestion rounds' ~120,000 events and the 8 MiB result), against idle_mb at start; peak_hwm_mb: VmHWM then`,
+        release_stall: `task.get one at a time, ${STALL_PROBE_GAP_MS} ms apart, during those ${AFTER_TASKS_SETTLE_MS / 1000} s, in which the idle release runs (1 s after the last page); max_ms bounds how long the main thread's full GC held its event loop`,
       },
       rpc,
       ingestion: ingest,
@@ -493,6 +503,7 @@ async function main(): Promise<void> {
         idle_after_run_mb: idleAfterMb,
         peak_hwm_mb: peakMb,
         idle_after_vs_before: ratio(idleAfterMb, idleMb),
+        release_stall: releaseStall,
       },
       ratios: {
         task_get_p50_vs_echo: ratio(rpc.task_get.sequential.p50_ms, rpc.echo.sequential.p50_ms),
@@ -522,6 +533,7 @@ async function main(): Promise<void> {
         task_get_p50_vs_echo_same_cpu: sameCpuP50 === null ? null : atMost(sameCpuP50, 1.5),
         burst_200_tasks_per_s: atLeast(burst.tasks_per_s, 150),
         rss_idle_after_vs_before: atMost(ratio(idleAfterMb, idleMb), 1.2),
+        idle_release_stall_ms: atMost(releaseStall.max_ms, 100),
       },
       /** The two RPC aims again, each in the placement that isolates what it is about. */
       diagnostic_aims: {
