@@ -18,14 +18,19 @@ import { join } from "node:path";
  *
  * `--lines` runs only the long-line memory figures (peak RSS for 1, 16 and 60 MiB provider lines)
  * and prints their JSON document.
+ *
+ * `--burst` runs only the burst against the fake providers alone (200 tasks, 16 at a time) and
+ * prints its JSON document.
  */
 import type { Socket } from "bun";
 import { newTaskId } from "../../src/shared/ids.ts";
 import { resultsDir, writeSpool } from "../../src/shared/spool.ts";
 import { hoursBeforeIso, nowIso } from "../../src/shared/time.ts";
 import { encoder } from "../../src/shared/utf8.ts";
+import { FAKE_PROVIDER_SCRIPT } from "../../src/workers/providers/fake.ts";
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, isTerminalTask, startBridgeProcess, waitForTask } from "../../test/helpers/bridge.ts";
 import { BUN, REPO_ROOT, tempDir } from "../../test/helpers/workspace.ts";
+import { type BurstLanes, bridgeBurst, providersAlone } from "./lib/bridge-burst-ceiling.ts";
 import { type IngestRound, ingestRound } from "./lib/bridge-ingest.ts";
 import { connectLines, type LineClient, longestRoundTrip, type RoundTrips, roundTrips } from "./lib/bridge-line-client.ts";
 import { type LineMemory, lineMemory } from "./lib/bridge-line-memory.ts";
@@ -461,7 +466,7 @@ async function main(): Promise<void> {
 
     const started = await startup(live, envs);
     const lines = await lineMemory(LINE_SIZES_MIB, live, envs, log);
-    const burst = await bursts(live, envs);
+    const burst = await burstVsProviders(live, envs);
     const sameCpuP50 = rpc.same_cpu && ratio(rpc.same_cpu.task_get.sequential.p50_ms, rpc.same_cpu.echo.sequential.p50_ms);
 
     const report = {
@@ -486,7 +491,7 @@ async function main(): Promise<void> {
         startup: `spawn → bridge_started, ${STARTUP.runs} runs each, interleaved; GC = expired − empty (10,000 tasks with 1 KiB spool files and 2 events each)`,
         rss: "VmRSS of the Bridge process (workers included, providers not); MB = 10^6 bytes",
         long_lines: LONG_LINES_METHOD,
-        submit_burst: BURST_METHOD,
+        burst_vs_providers: BURST_CEILING_METHOD,
         rss_after: `idle_after_run_mb: settled VmRSS ${AFTER_TASKS_SETTLE_MS / 1000} s after the 8 MiB result's last read-back page (after the ingestion rounds' ~120,000 events and the 8 MiB result), against idle_mb at start; peak_hwm_mb: VmHWM then`,
         release_stall: `task.get one at a time, ${STALL_PROBE_GAP_MS} ms apart, during those ${AFTER_TASKS_SETTLE_MS / 1000} s, in which the idle release runs (1 s after the last page); max_ms bounds how long the main thread's full GC held its event loop`,
       },
@@ -495,7 +500,7 @@ async function main(): Promise<void> {
       spool: spooled,
       startup: started,
       long_lines: lines,
-      submit_burst: burst,
+      burst_vs_providers: burst,
       rss: {
         idle_mb: idleMb,
         four_running_tasks_mb: fourTasksMb,
@@ -531,7 +536,7 @@ async function main(): Promise<void> {
         // issue 14's aims
         ingestion_vs_raw_inserts: atLeast(ingest.vs_raw, 0.8),
         task_get_p50_vs_echo_same_cpu: sameCpuP50 === null ? null : atMost(sameCpuP50, 1.5),
-        burst_200_tasks_per_s: atLeast(burst.tasks_per_s, 150),
+        burst_vs_providers_alone: atLeast(burst.vs_providers_alone, 0.7),
         rss_idle_after_vs_before: atMost(ratio(idleAfterMb, idleMb), 1.2),
         idle_release_stall_ms: atMost(releaseStall.max_ms, 100),
       },
@@ -609,6 +614,65 @@ async function bursts(live: Set<BridgeProcess>, envs: Set<BridgeEnv>) {
   };
 }
 
+const CEILING = { tasks: 200, concurrency: 16, rounds: 3 };
+const BURST_CEILING_METHOD = `${CEILING.tasks} fake review tasks (\`complete:\`) through a fresh Bridge with max_active_tasks ${CEILING.concurrency}, ${CEILING.concurrency} lanes each submitting one task and following it with task.events long polls to its terminal event; against ${CEILING.tasks} fake provider processes spawned and driven alone (handshake, run request, final line, stdin closed) by ${CEILING.concurrency} lanes; first request → last outcome seen; ${CEILING.rounds} rounds, the order alternating; vs_providers_alone = median of the rounds' Bridge ÷ alone tasks/s`;
+
+/** The issue-14 burst: the Bridge's tasks/s at 16 active against the fake providers' own, round by round. */
+async function burstVsProviders(live: Set<BridgeProcess>, envs: Set<BridgeEnv>) {
+  const env = bridgeEnv({ lifecycle: { ...LIFECYCLE, max_active_tasks: CEILING.concurrency } });
+  envs.add(env);
+  const { bridge } = await timedStart(env, live);
+  const through = () => bridgeBurst(env.socketPath, CEILING.tasks, CEILING.concurrency);
+  const alone = () => providersAlone([BUN, FAKE_PROVIDER_SCRIPT], env.workspace, CEILING.tasks, CEILING.concurrency);
+  const rounds: { bridge: BurstLanes; alone: BurstLanes; vs_providers_alone: number }[] = [];
+  for (let round = 1; round <= CEILING.rounds; round++) {
+    log(
+      `burst ${round}/${CEILING.rounds}: ${CEILING.tasks} tasks through the Bridge and ${CEILING.tasks} fake providers alone, ${CEILING.concurrency} at a time`,
+    );
+    let b: BurstLanes;
+    let a: BurstLanes;
+    if (round % 2 === 1) {
+      b = await through();
+      a = await alone();
+    } else {
+      a = await alone();
+      b = await through();
+    }
+    rounds.push({ bridge: b, alone: a, vs_providers_alone: ratio(b.tasks_per_s, a.tasks_per_s) });
+  }
+  await stopBridge(bridge, live);
+  return {
+    bridge_tasks_per_s: median(rounds.map((r) => r.bridge.tasks_per_s)),
+    providers_alone_tasks_per_s: median(rounds.map((r) => r.alone.tasks_per_s)),
+    vs_providers_alone: median(rounds.map((r) => r.vs_providers_alone)),
+    rounds,
+  };
+}
+
+/** The burst against its ceiling alone. */
+async function burstOnly(): Promise<void> {
+  const began = performance.now();
+  const loadBefore = loadAverage();
+  const live = new Set<BridgeProcess>();
+  const envs = new Set<BridgeEnv>();
+  try {
+    const burst = await burstVsProviders(live, envs);
+    const report = {
+      benchmark: "serverfs bridge: burst against the fake providers alone",
+      date: new Date().toISOString(),
+      environment: { cpus: navigator.hardwareConcurrency, bun: Bun.version, load_average_before: loadBefore, load_average_after: loadAverage() },
+      method: { burst_vs_providers: BURST_CEILING_METHOD },
+      burst_vs_providers: burst,
+      aims: { burst_vs_providers_alone: atLeast(burst.vs_providers_alone, 0.7) },
+      total_seconds: Math.round((performance.now() - began) / 100) / 10,
+    };
+    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  } finally {
+    await Promise.all([...live].map((b) => b.stop().catch(() => undefined)));
+    for (const env of envs) env.dir.remove();
+  }
+}
+
 /** The faults figures alone (docs/reliability.md "The Bridge under faults"). */
 async function faults(): Promise<void> {
   const began = performance.now();
@@ -635,4 +699,5 @@ async function faults(): Promise<void> {
 if (process.argv[2] === "--echo-server") serveEcho(process.argv[3]!);
 else if (process.argv[2] === "--faults") await faults();
 else if (process.argv[2] === "--lines") await longLines();
+else if (process.argv[2] === "--burst") await burstOnly();
 else await main();
