@@ -74,7 +74,7 @@ const tooLarge = (): ReportedOutcome => ({
 async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
   const notStarted: RunReport = { started: false, pgid: null, startTime: null };
   const adapter = adapters.get(spec.runtime);
-  if (!store().transition(spec.taskId, "starting", { from: ["queued"] })) return notStarted;
+  if (!store().transition(spec.taskId, "starting", { from: ["queued"], mark: spec.mark })) return notStarted;
   if (!adapter) {
     const error = { code: "AGENT_RUNTIME_UNAVAILABLE" as const, message: "the runtime is not enabled" };
     store().endTask(spec.taskId, { to: "failed", error });

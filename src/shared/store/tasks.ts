@@ -155,6 +155,11 @@ export interface TransitionOptions {
   error?: { code: ErrorCode; message: string };
   /** Result columns written in the same UPDATE. */
   set?: ResultColumns;
+  /**
+   * The provider mark, written with `starting` (docs/task-model.md#execution step 2): in the commit
+   * the spawn waits for anyway, rather than in one of its own.
+   */
+  mark?: string;
   /** Lifecycle events appended in the same transaction; one that breaks a limit is dropped (docs/events.md#appending). */
   events?: readonly EventInput[];
 }
@@ -197,6 +202,10 @@ export function transition(db: Database, taskId: string, to: TransitionTarget, o
   if (to === "starting") {
     sets.push("started_at = ?");
     args.push(at);
+  }
+  if (opts.mark !== undefined) {
+    sets.push("provider_mark = ?");
+    args.push(opts.mark);
   }
   if (terminal) {
     sets.push("completed_at = ?", "pending_request_id = NULL");
