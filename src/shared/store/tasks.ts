@@ -26,8 +26,14 @@ export type InsertTaskResult =
   /** The unique index on idempotency_key was hit: the caller re-runs its idempotency lookup. */
   | { kind: "idempotency_key_taken"; existing: TaskRow };
 
+/**
+ * One string for the hot read (every `task.get`): `db.query` finds its cached statement by the SQL
+ * text, and a constant's hash is computed once, where a template built per call is hashed per call.
+ */
+const GET_TASK = `${SELECT_TASK} WHERE task_id = ?`;
+
 export function getTask(db: Database, taskId: string): TaskRow | null {
-  return db.query<TaskRow, [string]>(`${SELECT_TASK} WHERE task_id = ?`).get(taskId);
+  return db.query<TaskRow, [string]>(GET_TASK).get(taskId);
 }
 
 export function findByIdempotencyKey(db: Database, key: string): TaskRow | null {
