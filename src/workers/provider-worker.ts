@@ -214,8 +214,15 @@ function finalOutcome(outcome: Outcome, brokenBy: ErrorCode | null, redactor: Re
 const api: ProviderWorkerApi & { configure(file: Pick<ConfigFile, "bridge" | "runtimes">, options: RuntimeOptions): void } = {
   async init(stateDir, logLevel) {
     db = Store.open(stateDir, { log: new AuditLog(logLevel) });
-    writer = startWorker<EventWriterApi>(workerUrl("event-writer"), () => new ServerFsError("BRIDGE_STORAGE_ERROR", "the event writer stopped"));
-    await writer.remote.init(stateDir, logLevel);
+    const started = startWorker<EventWriterApi>(workerUrl("event-writer"), () => new ServerFsError("BRIDGE_STORAGE_ERROR", "the event writer stopped"));
+    writer = started;
+    // A writer lost on its own would leave every later run unable to store an event; this worker ends
+    // with it instead, and the Bridge replaces both (docs/task-model.md#threads: its runs end
+    // AGENT_PROVIDER_DISCONNECTED). `shutdown` lets go of the writer before it stops it.
+    void started.exited.then(() => {
+      if (writer === started) process.exit(1);
+    });
+    await started.remote.init(stateDir, logLevel);
   },
   configure(file, options) {
     adapters = createAdapters(file, options);
