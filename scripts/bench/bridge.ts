@@ -18,16 +18,21 @@ import { join } from "node:path";
  *
  * `--lines` runs only the long-line memory figures (peak RSS for 1, 16 and 60 MiB provider lines)
  * and prints their JSON document.
+ *
+ * `--burst` runs only the burst against the fake providers alone (200 tasks, 16 at a time) and
+ * prints its JSON document.
  */
 import type { Socket } from "bun";
 import { newTaskId } from "../../src/shared/ids.ts";
 import { resultsDir, writeSpool } from "../../src/shared/spool.ts";
 import { hoursBeforeIso, nowIso } from "../../src/shared/time.ts";
 import { encoder } from "../../src/shared/utf8.ts";
+import { FAKE_PROVIDER_SCRIPT } from "../../src/workers/providers/fake.ts";
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, isTerminalTask, startBridgeProcess, waitForTask } from "../../test/helpers/bridge.ts";
 import { BUN, REPO_ROOT, tempDir } from "../../test/helpers/workspace.ts";
+import { type BurstLanes, bridgeBurst, providersAlone } from "./lib/bridge-burst-ceiling.ts";
 import { type IngestRound, ingestRound } from "./lib/bridge-ingest.ts";
-import { connectLines, type LineClient, type RoundTrips, roundTrips } from "./lib/bridge-line-client.ts";
+import { connectLines, type LineClient, longestRoundTrip, type RoundTrips, roundTrips } from "./lib/bridge-line-client.ts";
 import { type LineMemory, lineMemory } from "./lib/bridge-line-memory.ts";
 import { maxRssDuring, peakRssMb, settledRss } from "./lib/bridge-rss.ts";
 import { rawBatchedInserts, seedFinishedTasks } from "./lib/bridge-seed.ts";
@@ -40,6 +45,10 @@ const RPC = { rounds: 9, pinnedRounds: 5, warmup: 1_000, sequential: 2_000, pipe
 const INGEST = { tasks: 4, eventsPerTask: 9_990, target: 100_000, rawBatch: 64 };
 const SPOOL = { runs: 5, bytes: 8 * 1024 * 1024, chunk: 65_536, piece: "serverfs result\n" };
 const STARTUP = { runs: 5, retained: 100_000, expired: 10_000, expiredSpoolText: "x".repeat(1024) };
+/** Longer than the Bridge's 1 s idle delay before it gives memory back (src/main/bridge/service/context.ts). */
+const AFTER_TASKS_SETTLE_MS = 2_500;
+/** The pace of the `task.get` probe that watches the main thread while it gives memory back. */
+const STALL_PROBE_GAP_MS = 2;
 /** Provider line sizes in MiB: small, large, and just under the 64 MiB line cap. */
 const LINE_SIZES_MIB = [1, 16, 60] as const;
 /** The product default; the test helper's 1 s would put a GC pass inside every measurement. */
@@ -444,12 +453,21 @@ async function main(): Promise<void> {
 
     const ingest = await ingestion(env, pid, work.path);
     const spooled = await spool(env, work.path);
-    const idleAfterMb = await settledRss(pid);
+    // the idle release fires 1 s after the read-back's last page, inside this window: its full GC on
+    // the main thread is the longest stall a client sees in it
+    log(`idle release: task.get every ${STALL_PROBE_GAP_MS} ms for ${AFTER_TASKS_SETTLE_MS / 1000} s, then idle RSS`);
+    const probe = await connectLines(env.socketPath);
+    const getLine = JSON.stringify({ protocol_version: 1, request_id: "stall", method: "task.get", params: { task_id } });
+    const releaseStall = await longestRoundTrip(probe, getLine, AFTER_TASKS_SETTLE_MS, STALL_PROBE_GAP_MS, (r) => r.includes('"ok":true'));
+    probe.close();
+    const idleAfterMb = await settledRss(pid, 0);
     const peakMb = peakRssMb(pid);
     await stopBridge(bridge, live);
 
     const started = await startup(live, envs);
     const lines = await lineMemory(LINE_SIZES_MIB, live, envs, log);
+    const burst = await burstVsProviders(live, envs);
+    const sameCpuP50 = rpc.same_cpu && ratio(rpc.same_cpu.task_get.sequential.p50_ms, rpc.same_cpu.echo.sequential.p50_ms);
 
     const report = {
       benchmark: "serverfs bridge",
@@ -473,13 +491,25 @@ async function main(): Promise<void> {
         startup: `spawn → bridge_started, ${STARTUP.runs} runs each, interleaved; GC = expired − empty (10,000 tasks with 1 KiB spool files and 2 events each)`,
         rss: "VmRSS of the Bridge process (workers included, providers not); MB = 10^6 bytes",
         long_lines: LONG_LINES_METHOD,
+        burst_vs_providers: BURST_CEILING_METHOD,
+        rss_after: `idle_after_run_mb: settled VmRSS ${AFTER_TASKS_SETTLE_MS / 1000} s after the 8 MiB result's last read-back page (after the ingestion rounds' ~120,000 events and the 8 MiB result), against idle_mb at start; peak_hwm_mb: VmHWM then`,
+        release_stall: `task.get one at a time, ${STALL_PROBE_GAP_MS} ms apart, during those ${AFTER_TASKS_SETTLE_MS / 1000} s, in which the idle release runs (1 s after the last page); max_ms bounds how long the main thread's full GC held its event loop`,
       },
       rpc,
       ingestion: ingest,
       spool: spooled,
       startup: started,
       long_lines: lines,
-      rss: { idle_mb: idleMb, four_running_tasks_mb: fourTasksMb, ingestion_max_mb: ingest.rss_max_mb, idle_after_run_mb: idleAfterMb, peak_hwm_mb: peakMb },
+      burst_vs_providers: burst,
+      rss: {
+        idle_mb: idleMb,
+        four_running_tasks_mb: fourTasksMb,
+        ingestion_max_mb: ingest.rss_max_mb,
+        idle_after_run_mb: idleAfterMb,
+        peak_hwm_mb: peakMb,
+        idle_after_vs_before: ratio(idleAfterMb, idleMb),
+        release_stall: releaseStall,
+      },
       ratios: {
         task_get_p50_vs_echo: ratio(rpc.task_get.sequential.p50_ms, rpc.echo.sequential.p50_ms),
         task_get_sequential_rps_vs_echo: ratio(rpc.task_get.sequential.requests_per_s, rpc.echo.sequential.requests_per_s),
@@ -489,6 +519,7 @@ async function main(): Promise<void> {
         split_cpus_task_get_pipelined_rps_vs_echo:
           rpc.split_cpus && ratio(rpc.split_cpus.task_get.pipelined.requests_per_s, rpc.split_cpus.echo.pipelined.requests_per_s),
         ingestion_vs_raw_inserts: ingest.vs_raw,
+        rss_idle_after_vs_before: ratio(idleAfterMb, idleMb),
       },
       aims: {
         task_get_p50_vs_echo: atMost(ratio(rpc.task_get.sequential.p50_ms, rpc.echo.sequential.p50_ms), 2),
@@ -502,6 +533,12 @@ async function main(): Promise<void> {
         rss_idle_mb: atMost(idleMb, 80),
         rss_four_running_tasks_mb: atMost(fourTasksMb, 160),
         ...lineAims(lines),
+        // issue 14's aims
+        ingestion_vs_raw_inserts: atLeast(ingest.vs_raw, 0.8),
+        task_get_p50_vs_echo_same_cpu: sameCpuP50 === null ? null : atMost(sameCpuP50, 1.5),
+        burst_vs_providers_alone: atLeast(burst.vs_providers_alone, 0.7),
+        rss_idle_after_vs_before: atMost(ratio(idleAfterMb, idleMb), 1.2),
+        idle_release_stall_ms: atMost(releaseStall.max_ms, 100),
       },
       /** The two RPC aims again, each in the placement that isolates what it is about. */
       diagnostic_aims: {
@@ -512,7 +549,7 @@ async function main(): Promise<void> {
     };
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     const missed = Object.entries(report.aims)
-      .filter(([, a]) => !a.met)
+      .filter(([, a]) => a !== null && !a.met)
       .map(([k]) => k);
     log(`done in ${report.total_seconds} s; ${missed.length === 0 ? "every aim met" : `missed: ${missed.join(", ")}`}`);
   } finally {
@@ -553,45 +590,114 @@ async function longLines(): Promise<void> {
 }
 
 const BURST = { tasks: 200, connections: 8, rounds: 3 };
+const BURST_METHOD = `${BURST.tasks} task.submit (fake review tasks, \`complete:\`) as fast as ${BURST.connections} connections can send them, one in flight per connection, each timed from write to answer, on a fresh Bridge with max_active_tasks ${BURST.tasks}; all_terminal_ms: first write → the last task's completed_at (read from the database, no RPC poller); ${BURST.rounds} bursts, each after the previous tasks ended; medians of the bursts' figures`;
 
-/** The faults figures: submit p50/p99 while 200 submissions arrive at once, median of a few bursts. */
-async function faults(): Promise<void> {
+/** Submit p50/p99 while 200 submissions arrive at once and the burst's tasks/s, median of a few bursts. */
+async function bursts(live: Set<BridgeProcess>, envs: Set<BridgeEnv>) {
+  const env = bridgeEnv({ lifecycle: { ...LIFECYCLE, max_active_tasks: BURST.tasks } });
+  envs.add(env);
+  const { bridge } = await timedStart(env, live);
+  const rounds = [];
+  for (let round = 1; round <= BURST.rounds; round++) {
+    log(`submit burst ${round}/${BURST.rounds}: ${BURST.tasks} submissions over ${BURST.connections} connections`);
+    rounds.push(await submitBurst(env, BURST.tasks, BURST.connections));
+  }
+  await stopBridge(bridge, live);
+  return {
+    p50_ms: median(rounds.map((b) => b.p50_ms)),
+    p99_ms: median(rounds.map((b) => b.p99_ms)),
+    max_ms: median(rounds.map((b) => b.max_ms)),
+    wall_ms: median(rounds.map((b) => b.wall_ms)),
+    all_terminal_ms: median(rounds.map((b) => b.all_terminal_ms)),
+    tasks_per_s: median(rounds.map((b) => b.tasks_per_s)),
+    bursts: rounds,
+  };
+}
+
+const CEILING = { tasks: 200, concurrency: 16, rounds: 3 };
+const BURST_CEILING_METHOD = `${CEILING.tasks} fake review tasks (\`complete:\`) through a fresh Bridge with max_active_tasks ${CEILING.concurrency}, ${CEILING.concurrency} lanes each submitting one task and following it with task.events long polls to its terminal event; against ${CEILING.tasks} fake provider processes spawned and driven alone (handshake, run request, final line, stdin closed) by ${CEILING.concurrency} lanes; first request → last outcome seen; ${CEILING.rounds} rounds, the order alternating; vs_providers_alone = median of the rounds' Bridge ÷ alone tasks/s`;
+
+/** The issue-14 burst: the Bridge's tasks/s at 16 active against the fake providers' own, round by round. */
+async function burstVsProviders(live: Set<BridgeProcess>, envs: Set<BridgeEnv>) {
+  const env = bridgeEnv({ lifecycle: { ...LIFECYCLE, max_active_tasks: CEILING.concurrency } });
+  envs.add(env);
+  const { bridge } = await timedStart(env, live);
+  const through = () => bridgeBurst(env.socketPath, CEILING.tasks, CEILING.concurrency);
+  const alone = () => providersAlone([BUN, FAKE_PROVIDER_SCRIPT], env.workspace, CEILING.tasks, CEILING.concurrency);
+  const rounds: { bridge: BurstLanes; alone: BurstLanes; vs_providers_alone: number }[] = [];
+  for (let round = 1; round <= CEILING.rounds; round++) {
+    log(
+      `burst ${round}/${CEILING.rounds}: ${CEILING.tasks} tasks through the Bridge and ${CEILING.tasks} fake providers alone, ${CEILING.concurrency} at a time`,
+    );
+    let b: BurstLanes;
+    let a: BurstLanes;
+    if (round % 2 === 1) {
+      b = await through();
+      a = await alone();
+    } else {
+      a = await alone();
+      b = await through();
+    }
+    rounds.push({ bridge: b, alone: a, vs_providers_alone: ratio(b.tasks_per_s, a.tasks_per_s) });
+  }
+  await stopBridge(bridge, live);
+  return {
+    bridge_tasks_per_s: median(rounds.map((r) => r.bridge.tasks_per_s)),
+    providers_alone_tasks_per_s: median(rounds.map((r) => r.alone.tasks_per_s)),
+    vs_providers_alone: median(rounds.map((r) => r.vs_providers_alone)),
+    rounds,
+  };
+}
+
+/** The burst against its ceiling alone. */
+async function burstOnly(): Promise<void> {
   const began = performance.now();
   const loadBefore = loadAverage();
-  const env = bridgeEnv({ lifecycle: { ...LIFECYCLE, max_active_tasks: BURST.tasks } });
   const live = new Set<BridgeProcess>();
+  const envs = new Set<BridgeEnv>();
   try {
-    const { bridge } = await timedStart(env, live);
-    const bursts = [];
-    for (let round = 1; round <= BURST.rounds; round++) {
-      log(`submit burst ${round}/${BURST.rounds}: ${BURST.tasks} submissions over ${BURST.connections} connections`);
-      bursts.push(await submitBurst(env, BURST.tasks, BURST.connections));
-    }
-    await stopBridge(bridge, live);
+    const burst = await burstVsProviders(live, envs);
     const report = {
-      benchmark: "serverfs bridge: faults",
+      benchmark: "serverfs bridge: burst against the fake providers alone",
       date: new Date().toISOString(),
       environment: { cpus: navigator.hardwareConcurrency, bun: Bun.version, load_average_before: loadBefore, load_average_after: loadAverage() },
-      method: {
-        submit_burst: `${BURST.tasks} task.submit (fake review tasks) as fast as ${BURST.connections} connections can send them, one in flight per connection, each timed from write to answer; ${BURST.rounds} bursts, each after the previous tasks ended; medians of the bursts' figures`,
-      },
-      submit_burst: {
-        p50_ms: median(bursts.map((b) => b.p50_ms)),
-        p99_ms: median(bursts.map((b) => b.p99_ms)),
-        max_ms: median(bursts.map((b) => b.max_ms)),
-        wall_ms: median(bursts.map((b) => b.wall_ms)),
-        bursts,
-      },
+      method: { burst_vs_providers: BURST_CEILING_METHOD },
+      burst_vs_providers: burst,
+      aims: { burst_vs_providers_alone: atLeast(burst.vs_providers_alone, 0.7) },
       total_seconds: Math.round((performance.now() - began) / 100) / 10,
     };
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   } finally {
     await Promise.all([...live].map((b) => b.stop().catch(() => undefined)));
-    env.dir.remove();
+    for (const env of envs) env.dir.remove();
+  }
+}
+
+/** The faults figures alone (docs/reliability.md "The Bridge under faults"). */
+async function faults(): Promise<void> {
+  const began = performance.now();
+  const loadBefore = loadAverage();
+  const live = new Set<BridgeProcess>();
+  const envs = new Set<BridgeEnv>();
+  try {
+    const burst = await bursts(live, envs);
+    const report = {
+      benchmark: "serverfs bridge: faults",
+      date: new Date().toISOString(),
+      environment: { cpus: navigator.hardwareConcurrency, bun: Bun.version, load_average_before: loadBefore, load_average_after: loadAverage() },
+      method: { submit_burst: BURST_METHOD },
+      submit_burst: burst,
+      total_seconds: Math.round((performance.now() - began) / 100) / 10,
+    };
+    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  } finally {
+    await Promise.all([...live].map((b) => b.stop().catch(() => undefined)));
+    for (const env of envs) env.dir.remove();
   }
 }
 
 if (process.argv[2] === "--echo-server") serveEcho(process.argv[3]!);
 else if (process.argv[2] === "--faults") await faults();
 else if (process.argv[2] === "--lines") await longLines();
+else if (process.argv[2] === "--burst") await burstOnly();
 else await main();

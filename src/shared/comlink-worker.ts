@@ -68,16 +68,25 @@ export function startWorker<Api extends object>(url: URL, lost: () => ServerFsEr
   installErrorTransfer();
   const worker = new Worker(url.href);
   let alive = true;
+  /**
+   * The pending calls' rejections, each dropped once its call settles. Not `Promise.race` with a
+   * promise of the worker's end: every race leaves a reaction on that promise for the worker's whole
+   * life, and with it the call's answer (an 8 MiB result read back in chunks stayed resident whole).
+   */
+  const pending = new Set<(e: ServerFsError) => void>();
   const exited = new Promise<void>((resolve) => {
     worker.addEventListener("close", () => {
       alive = false;
+      for (const reject of pending) reject(lost());
+      pending.clear();
       resolve();
     });
   });
-  const whenLost = exited.then((): never => {
-    throw lost();
-  });
-  whenLost.catch(() => undefined); // observed by each pending call's race, not by itself
+  const call = (answer: Promise<unknown>): Promise<unknown> =>
+    new Promise((resolve, reject) => {
+      pending.add(reject);
+      answer.then(resolve, reject).finally(() => pending.delete(reject));
+    });
   const inner = Comlink.wrap<Api>(worker) as unknown as Record<string | symbol, unknown>;
   // Flat APIs only: each property is a method. `then` stays undefined so the remote is not a thenable.
   const remote = new Proxy(inner, {
@@ -85,7 +94,7 @@ export function startWorker<Api extends object>(url: URL, lost: () => ServerFsEr
       if (typeof prop !== "string") return Reflect.get(target, prop);
       if (prop === "then") return undefined;
       const method = target[prop] as (...args: unknown[]) => Promise<unknown>;
-      return (...args: unknown[]) => (alive ? Promise.race([method(...args), whenLost]) : Promise.reject(lost()));
+      return (...args: unknown[]) => (alive ? call(method(...args)) : Promise.reject(lost()));
     },
   }) as unknown as Comlink.Remote<Api>;
   return {

@@ -9,6 +9,7 @@ import { exposeApi } from "../shared/comlink-worker.ts";
 import { ServerFsError } from "../shared/errors.ts";
 import { guardedSlots, readGuard } from "../shared/leases/guard-files.ts";
 import { checkVerdict, evidenceOfGuard, evidenceOfTask, type SweepFinding } from "../shared/leases/reconcile-verdict.ts";
+import { releaseMemory } from "../shared/release-memory.ts";
 import { collectGarbage, type GcResult } from "../shared/retention.ts";
 import { Store } from "../shared/store/index.ts";
 import { nowIso } from "../shared/time.ts";
@@ -138,6 +139,10 @@ const api = {
     timer = setInterval(() => void pass(), settings!.intervalSeconds * 1000);
   },
   gc,
+  /** The Bridge is idle: the GC passes' rows are garbage by now (src/shared/release-memory.ts). */
+  releaseMemory(): void {
+    releaseMemory(store);
+  },
   stop(): void {
     if (timer) clearInterval(timer);
     timer = null;

@@ -66,4 +66,6 @@ export interface ProviderWorkerApi {
   cancel(taskId: string): Promise<void>;
   sendMessage(taskId: string, text: string): Promise<void>;
   shutdown(): Promise<void>;
+  /** The Bridge is idle: this worker and its event writer give memory back (src/shared/release-memory.ts). */
+  releaseMemory(): Promise<void>;
 }

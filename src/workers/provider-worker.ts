@@ -1,23 +1,27 @@
 /**
  * The provider worker (ARCHITECTURE.md): spawns each task's provider through its runtime adapter,
  * normalizes and redacts its events, appends them in batches on this thread's own connection, and
- * records native ids and the process group. Decisions that touch a human, a guard, a lease or a
+ * records native ids and the process group. The batches are committed by the event writer, a worker
+ * of this worker with its own connection (src/workers/event-writer.ts), while this thread goes on
+ * parsing. Decisions that touch a human, a guard, a lease or a
  * timer go back to the task service through the proxied `ProviderHost`.
  */
 import * as Comlink from "comlink";
+import { workerUrl } from "../main/self-command.ts";
 import { AuditLog } from "../shared/audit.ts";
 import { byteSize } from "../shared/byte-size.ts";
-import { exposeApi } from "../shared/comlink-worker.ts";
+import { exposeApi, type StartedWorker, startWorker } from "../shared/comlink-worker.ts";
 import type { ConfigFile } from "../shared/config/schema.ts";
 import { type ErrorCode, ServerFsError } from "../shared/errors.ts";
 import { LIMITS } from "../shared/limits.ts";
 import { proveStopped } from "../shared/process-group.ts";
 import { normalizeAbsolute, Redactor, WORKDIR_MARK } from "../shared/redact.ts";
-import { isStorageFault } from "../shared/storage-fault.ts";
+import { releaseMemory } from "../shared/release-memory.ts";
 import { Store } from "../shared/store/index.ts";
 import { byteLength, encoder } from "../shared/utf8.ts";
 import { autoDeclinedEvent, outsideWorkdir } from "./auto-decline.ts";
-import { DEFAULT_BATCHING, EventBatcher, type PendingEvent } from "./event-batcher.ts";
+import { DEFAULT_BATCHING, EventBatcher } from "./event-batcher.ts";
+import type { EventWriterApi } from "./event-writer.ts";
 import { IdleTimer } from "./idle-timer.ts";
 import type { ProviderHost, ProviderWorkerApi, ReportedOutcome, RunReport, RunSpec } from "./provider-protocol.ts";
 import type { NativeFacts, Outcome, RunContext, RunHandle, RuntimeAdapter } from "./providers/types.ts";
@@ -29,6 +33,7 @@ interface LiveRun {
 }
 
 let db: Store | null = null;
+let writer: StartedWorker<EventWriterApi> | null = null;
 let adapters = new Map<string, RuntimeAdapter>();
 let providerEnv: Record<string, string | undefined> = {};
 let idleSeconds: Record<string, number> = {};
@@ -40,6 +45,14 @@ const store = (): Store => {
   if (!db) throw new ServerFsError("BRIDGE_PROTOCOL_ERROR", "the provider worker is not initialized");
   return db;
 };
+
+const eventWriter = (): StartedWorker<EventWriterApi>["remote"] => {
+  if (!writer) throw new ServerFsError("BRIDGE_PROTOCOL_ERROR", "the provider worker is not initialized");
+  return writer.remote;
+};
+
+/** A writer that stopped cannot store the run's events: the run ends as a storage fault would end it. */
+const unstored = (): ErrorCode => "BRIDGE_STORAGE_ERROR";
 
 /**
  * How much of a long provider string a run keeps (docs/runtimes.md#process-model). Only the final
@@ -58,24 +71,10 @@ const tooLarge = (): ReportedOutcome => ({
   message: `the final response is larger than ${byteSize(LIMITS.max_spooled_result_bytes)}`,
 });
 
-/** The code a batch ends the run with: a broken event limit, or a store that cannot take the batch. */
-function commitBatch(taskId: string, events: PendingEvent[]): ErrorCode | null {
-  try {
-    const r = store().appendProviderBatch(
-      taskId,
-      events.map((e) => ({ type: e.event_type, payload: e.payload })),
-    );
-    return r.broke;
-  } catch (e) {
-    if (isStorageFault(e)) return "BRIDGE_STORAGE_ERROR";
-    throw e;
-  }
-}
-
 async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
   const notStarted: RunReport = { started: false, pgid: null, startTime: null };
   const adapter = adapters.get(spec.runtime);
-  if (!store().transition(spec.taskId, "starting", { from: ["queued"] })) return notStarted;
+  if (!store().transition(spec.taskId, "starting", { from: ["queued"], mark: spec.mark })) return notStarted;
   if (!adapter) {
     const error = { code: "AGENT_RUNTIME_UNAVAILABLE" as const, message: "the runtime is not enabled" };
     store().endTask(spec.taskId, { to: "failed", error });
@@ -93,13 +92,14 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
   runs.set(spec.taskId, live);
 
   let brokenBy: ErrorCode | null = null;
+  const broke = (code: ErrorCode) => {
+    brokenBy ??= code;
+    live.handle?.cancel();
+  };
   const batcher = new EventBatcher(
-    (events) => commitBatch(spec.taskId, events),
+    (types, jsons) => eventWriter().commit(spec.taskId, types, jsons).catch(unstored),
     () => host.eventsCommitted(spec.taskId),
-    (code) => {
-      brokenBy = code;
-      live.handle?.cancel();
-    },
+    broke,
     DEFAULT_BATCHING,
   );
 
@@ -107,7 +107,7 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
   const report = async (outcome: ReportedOutcome) => {
     if (reported) return;
     reported = true;
-    batcher.flush();
+    await batcher.settled();
     await host.outcome(spec.taskId, outcome.kind === "final" ? Comlink.transfer(outcome, [outcome.utf8.buffer]) : outcome);
   };
   const idle = new IdleTimer(idleTimeoutMs(spec.runtime), () => {
@@ -117,7 +117,7 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
     });
   });
   const withHuman = async <T>(ask: () => Promise<T>): Promise<T> => {
-    batcher.flush();
+    await batcher.settled();
     idle.pause();
     try {
       return await ask();
@@ -136,21 +136,23 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
     mark: spec.mark,
     env: providerEnv,
     keepBytes: keep,
-    emit: (type, payload) => batcher.push({ event_type: type, payload: redactor.redactValue(payload) }),
+    emit: (type, payload) => batcher.push(type, redactor.redactValue(payload)),
     requestApproval: (payload) => {
       const redacted = redactor.redactValue({ ...payload });
       if (outsideWorkdir(redacted)) {
-        batcher.push({ event_type: "approval.auto_declined", payload: autoDeclinedEvent(redacted, "outside_workdir") });
+        batcher.push("approval.auto_declined", autoDeclinedEvent(redacted, "outside_workdir"));
         return Promise.resolve({ decision: "deny", granted_permission_ids: [] });
       }
       return withHuman(() => host.interact(spec.taskId, "approval", redacted) as never);
     },
     askQuestion: (payload) => withHuman(() => host.interact(spec.taskId, "question", redactor.redactValue({ ...payload })) as never),
-    activity: () => idle.touch(),
+    activity: () => {
+      idle.touch();
+      return batcher.backlog();
+    },
     busy: (working) => (working ? idle.pause() : idle.resume()),
     abandonInteraction: () => {
-      batcher.flush();
-      host.withdrawn(spec.taskId);
+      void batcher.settled().then(() => host.withdrawn(spec.taskId));
     },
     recordNative: async (n) => {
       Object.assign(facts, n);
@@ -164,27 +166,26 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
     },
     // Not at the group's record: only once the provider passed its handshake and has its input is
     // the task running (docs/task-model.md#execution steps 3–4), so a running task always takes steering.
-    started: () => {
-      batcher.flush();
-      store().transition(spec.taskId, "running", {
-        events: [{ type: "task.started", payload: { runtime: spec.runtime } }],
-      });
-      host.eventsCommitted(spec.taskId);
-    },
+    // The writer serves calls in order, so the batches before this commit before `task.started`
+    // and the ones after it after, without waiting here.
+    started: () => batcher.inOrder(() => eventWriter().started(spec.taskId, spec.runtime).catch(unstored)),
   };
 
   const handle = adapter.start(ctx);
   live.handle = handle;
   idle.touch();
-  const delivered = handle.outcome.then((outcome) => {
-    // flush first: the last batch may be the one that breaks an event limit, which outranks the outcome
-    batcher.flush();
+  const delivered = handle.outcome.then(async (outcome) => {
+    // settle first: the last batch may be the one that breaks an event limit, which outranks the outcome
+    await batcher.settled();
     return report(finalOutcome(outcome, brokenBy, redactor, keep));
   });
   await Promise.race([delivered, cancelled]);
   idle.stop();
   await handle.closeAndWait(10_000);
-  batcher.flush();
+  await batcher.settled();
+  await eventWriter()
+    .endRun(spec.taskId)
+    .catch(() => undefined);
   runs.delete(spec.taskId);
   return { started: true, pgid: handle.pgid, startTime: facts.startTime ?? null };
 }
@@ -213,6 +214,15 @@ function finalOutcome(outcome: Outcome, brokenBy: ErrorCode | null, redactor: Re
 const api: ProviderWorkerApi & { configure(file: Pick<ConfigFile, "bridge" | "runtimes">, options: RuntimeOptions): void } = {
   async init(stateDir, logLevel) {
     db = Store.open(stateDir, { log: new AuditLog(logLevel) });
+    const started = startWorker<EventWriterApi>(workerUrl("event-writer"), () => new ServerFsError("BRIDGE_STORAGE_ERROR", "the event writer stopped"));
+    writer = started;
+    // A writer lost on its own would leave every later run unable to store an event; this worker ends
+    // with it instead, and the Bridge replaces both (docs/task-model.md#threads: its runs end
+    // AGENT_PROVIDER_DISCONNECTED). `shutdown` lets go of the writer before it stops it.
+    void started.exited.then(() => {
+      if (writer === started) process.exit(1);
+    });
+    await started.remote.init(stateDir, logLevel);
   },
   configure(file, options) {
     adapters = createAdapters(file, options);
@@ -236,8 +246,15 @@ const api: ProviderWorkerApi & { configure(file: Pick<ConfigFile, "bridge" | "ru
     if (!live?.handle) throw new ServerFsError("AGENT_TASK_NOT_ACTIVE", "the provider is not ready for a message");
     await live.handle.sendMessage(text);
   },
+  async releaseMemory() {
+    releaseMemory(db);
+    await writer?.remote.releaseMemory();
+  },
   async shutdown() {
     for (const live of runs.values()) live.handle?.cancel();
+    await writer?.remote.close().catch(() => undefined);
+    writer?.terminate();
+    writer = null;
     db?.close();
     db = null;
   },

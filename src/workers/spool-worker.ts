@@ -5,9 +5,18 @@
  * errors arrive as `ServerFsError` with their code.
  */
 import { exposeApi } from "../shared/comlink-worker.ts";
+import { releaseMemory } from "../shared/release-memory.ts";
 import { ensureResultsDir, readSpoolChunk, removeLeftoverTemps, removeSpool, writeSpool } from "../shared/spool.ts";
 
-export const spoolApi = { ensureResultsDir, writeSpool, readSpoolChunk, removeSpool, removeLeftoverTemps };
+export const spoolApi = {
+  ensureResultsDir,
+  writeSpool,
+  readSpoolChunk,
+  removeSpool,
+  removeLeftoverTemps,
+  /** The Bridge is idle: the 8 MiB results this worker was handed are garbage by now (src/shared/release-memory.ts). */
+  releaseMemory: () => releaseMemory(null),
+};
 
 export type SpoolApi = typeof spoolApi;
 

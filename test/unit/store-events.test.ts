@@ -129,8 +129,9 @@ describe("appending and limits", () => {
     const logged = Store.open(fx.stateDir, { log: new AuditLog("info", { write: (line) => lines.push(line) }) });
     try {
       const id = running(store);
-      logged.appendProviderBatch(id, many(9_999));
-      expect(logged.appendProviderBatch(id, many(2)).broke).toBe("AGENT_EVENT_LIMIT_REACHED");
+      const batch = (n: number) => [many(n).map((e) => e.type), many(n).map((e) => JSON.stringify(e.payload))] as const;
+      logged.appendProviderBatch(id, ...batch(9_999));
+      expect(logged.appendProviderBatch(id, ...batch(2)).broke).toBe("AGENT_EVENT_LIMIT_REACHED");
       expect(lines).toEqual([]);
       logged.endTask(id, { to: "cancelled" });
       expect(lines.map((l) => JSON.parse(l) as Record<string, unknown>)).toEqual([

@@ -101,3 +101,30 @@ export async function roundTrips(client: LineClient, line: string, total: number
     requests_per_s: Math.round(total / (elapsed / 1000)),
   };
 }
+
+export interface Stall {
+  requests: number;
+  p50_ms: number;
+  max_ms: number;
+}
+
+/**
+ * Sends `line` one at a time, `gapMs` apart, for `forMs`: the longest round trip bounds how long the
+ * server's event loop stood still meanwhile (a round trip is tens of microseconds). The gap keeps the
+ * probe's own garbage small, so it does not become what a later RSS sample measures.
+ */
+export async function longestRoundTrip(client: LineClient, line: string, forMs: number, gapMs: number, accept: (response: string) => boolean): Promise<Stall> {
+  const latencies: number[] = [];
+  for (const end = performance.now() + forMs; performance.now() < end; ) {
+    const t0 = performance.now();
+    const response = await client.request(line);
+    latencies.push(performance.now() - t0);
+    if (!accept(response)) throw new Error(`unexpected response: ${response.slice(0, 200)}`);
+    await Bun.sleep(gapMs);
+  }
+  return {
+    requests: latencies.length,
+    p50_ms: Math.round(median(latencies) * 1000) / 1000,
+    max_ms: Math.round(Math.max(...latencies) * 1000) / 1000,
+  };
+}

@@ -35,9 +35,13 @@ export async function maxRssDuring<T>(pid: number, everyMs: number, during: () =
   }
 }
 
-/** RSS once the process has had a second to return memory: the median of five samples 100 ms apart. */
-export async function settledRss(pid: number): Promise<number> {
-  await Bun.sleep(1_000);
+/**
+ * RSS once the process has had `settleMs` to return memory: the median of five samples 100 ms apart.
+ * After tasks, give it more than the Bridge's idle delay before it gives memory back (1 s,
+ * `IDLE_RELEASE_MS` in src/main/bridge/service/context.ts).
+ */
+export async function settledRss(pid: number, settleMs = 1_000): Promise<number> {
+  await Bun.sleep(settleMs);
   const samples: number[] = [];
   for (let i = 0; i < 5; i++) {
     samples.push(rssMb(pid));

@@ -94,6 +94,9 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
       gc: singleFlight(async () => {
         await maintenance.remote.gc();
       }),
+      releaseWorkerMemory: () => {
+        for (const w of [provider, spool, maintenance]) void w.remote.releaseMemory().catch(() => undefined);
+      },
       sharingGid,
     });
     await maintenance.remote.start(

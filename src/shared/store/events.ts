@@ -6,6 +6,8 @@
  * - `appendEvents(db, taskId, events, opts)`: one `BEGIN IMMEDIATE` transaction per batch (docs/events.md#appending).
  * - `insertEvents(db, taskId, events, opts)`: the same inside a caller's transaction (service events
  *   written together with a state change).
+ * - `appendSerialized(db, taskId, types, jsons)` / `insertSerialized(…)`: the same for events whose
+ *   payloads are already compact JSON (a provider batch from the provider worker).
  * - `listEvents(db, taskId, afterEventId, limit)`, `maxEventId(db, taskId)`, `latestEvent(db, taskId, type)`.
  * - `EventEnvelope`, `AppendResult`, `EventLimitCode`.
  *
@@ -63,20 +65,43 @@ export interface EventEnvelope {
 const nothing = (discarded: boolean): AppendResult => ({ appended: 0, lastEventId: null, broke: null, discarded });
 
 export function insertEvents(db: Database, taskId: string, events: readonly EventInput[], opts: InsertOptions): AppendResult {
+  const types = events.map((e) => e.type);
+  const jsons = events.map((e) => JSON.stringify(e.payload));
+  const ats = events.map((e) => e.at ?? null);
+  return insertSerialized(db, taskId, types, jsons, ats, opts);
+}
+
+/** At most this many rows per INSERT statement: a provider batch (docs/events.md#appending) in one. */
+const ROWS_PER_INSERT = 64;
+
+/** `INSERT … VALUES (?,?,?,?),(…)` for `n` rows; `db.query` caches each size's prepared statement. */
+const insertSql = (n: number): string =>
+  `INSERT INTO events (task_id, event_type, payload_json, created_at) VALUES ${Array.from({ length: n }, () => "(?, ?, ?, ?)").join(", ")}`;
+
+/**
+ * The events already serialized (a provider batch arrives so from the provider worker), `ats[i]` null
+ * for "now". The rows that pass the limits go in multi-row INSERTs: one statement per 64 rows costs
+ * less per row than one per row (docs/performance.md "## Bridge"). event_id is the INTEGER PRIMARY
+ * KEY, so the last statement's rowid is the last event's id.
+ */
+export function insertSerialized(
+  db: Database,
+  taskId: string,
+  types: readonly string[],
+  jsons: readonly string[],
+  ats: readonly (string | null)[] | null,
+  opts: InsertOptions,
+): AppendResult {
   const task = db.query<{ status: string; event_count: number }, [string]>("SELECT status, event_count FROM tasks WHERE task_id = ?").get(taskId);
   if (!task || (isTerminal(task.status) && !opts.allowTerminal)) return nothing(true);
-  if (events.length === 0) return nothing(false);
+  if (types.length === 0) return nothing(false);
 
-  // `run` and the rowid (event_id is the INTEGER PRIMARY KEY) rather than RETURNING: a row object per
-  // event costs about a microsecond, an eighth of the provider worker's work per event
-  const insert = db.query<never, [string, string, string, string]>("INSERT INTO events (task_id, event_type, payload_json, created_at) VALUES (?, ?, ?, ?)");
   const now = new Date().toISOString();
   let count = task.event_count;
-  let appended = 0;
-  let lastEventId: number | null = null;
   let broke: EventLimitCode | null = null;
-  for (const e of events) {
-    const json = JSON.stringify(e.payload);
+  const params: string[] = [];
+  for (let i = 0; i < types.length; i++) {
+    const json = jsons[i]!;
     const code: EventLimitCode | null =
       byteLength(json) > LIMITS.max_event_bytes ? "AGENT_EVENT_TOO_LARGE" : count >= LIMITS.max_events_per_task ? "AGENT_EVENT_LIMIT_REACHED" : null;
     if (code !== null) {
@@ -84,9 +109,15 @@ export function insertEvents(db: Database, taskId: string, events: readonly Even
       if (opts.onLimit === "stop") break;
       continue;
     }
-    lastEventId = Number(insert.run(taskId, e.type, json, e.at ?? now).lastInsertRowid);
+    params.push(taskId, types[i]!, json, ats?.[i] ?? now);
     count++;
-    appended++;
+  }
+  const appended = params.length / 4;
+  let lastEventId: number | null = null;
+  for (let row = 0; row < appended; row += ROWS_PER_INSERT) {
+    const n = Math.min(ROWS_PER_INSERT, appended - row);
+    const slice = row === 0 && n === appended ? params : params.slice(row * 4, (row + n) * 4);
+    lastEventId = Number(db.query<never, string[]>(insertSql(n)).run(...slice).lastInsertRowid);
   }
   if (appended > 0) db.query("UPDATE tasks SET event_count = ? WHERE task_id = ?").run(count, taskId);
   return { appended, lastEventId, broke, discarded: false };
@@ -94,6 +125,11 @@ export function insertEvents(db: Database, taskId: string, events: readonly Even
 
 export function appendEvents(db: Database, taskId: string, events: readonly EventInput[], opts: AppendOptions = {}): AppendResult {
   return writeImmediate(db, () => insertEvents(db, taskId, events, { allowTerminal: opts.allowTerminal ?? false, onLimit: "stop" }));
+}
+
+/** A provider batch, serialized by the provider worker: one `BEGIN IMMEDIATE` transaction (docs/events.md#appending). */
+export function appendSerialized(db: Database, taskId: string, types: readonly string[], jsons: readonly string[]): AppendResult {
+  return writeImmediate(db, () => insertSerialized(db, taskId, types, jsons, null, { allowTerminal: false, onLimit: "stop" }));
 }
 
 type EnvelopeRow = EventRow & { correlation_id: string | null };

@@ -30,8 +30,8 @@
  *   transaction, in order, stops at the first event breaking a limit (`broke` names the code); a terminal
  *   or missing task discards the batch unless `allowTerminal` (reconciliation and operator events). A service
  *   event a limit breaks is logged.
- * - `appendProviderBatch(id, events)`: the same for a provider batch, unlogged: a broken limit ends the run
- *   with `broke` instead (docs/events.md#limits).
+ * - `appendProviderBatch(id, types, payloadJsons)`: the same for a provider batch, its payloads already compact
+ *   JSON (the event writer's), unlogged: a broken limit ends the run with `broke` instead (docs/events.md#limits).
  * - `listEvents(id, afterEventId, limit)` → envelopes (docs/events.md#the-envelope) ascending; `maxEventId(id)` (0 when none);
  *   `latestEvent(id, type)`.
  *
@@ -40,6 +40,8 @@
  *   AGENT_INTERACTION_TOO_LARGE, AGENT_TASK_NOT_FOUND, REQUEST_PENDING, INVALID_TASK_TRANSITION, REQUEST_EXISTS.
  * - `getRequest(id)`, `resolveRequest(taskId, requestId, resolution)`, `staleRequest(taskId, requestId,
  *   "withdrawn" | "expired")` → change or null when the CAS lost; `listExpiredPending(nowIso)`.
+ *
+ * Memory: `releaseMemory()`, `PRAGMA shrink_memory` on this connection.
  *
  * Backup: `backupTo(file)` → `{bytes, tasks, events}`, an online `VACUUM INTO` a new 0600 file.
  *
@@ -109,6 +111,10 @@ export class Store {
     this.db.close();
   }
 
+  /** Frees what SQLite caches for this connection (the Bridge does it once idle: src/shared/release-memory.ts). */
+  releaseMemory(): void {
+    this.db.run("PRAGMA shrink_memory");
+  }
   backupTo(target: string): BackupReport {
     return backupDatabase(this.db, target);
   }
@@ -173,8 +179,8 @@ export class Store {
     this.reported(taskId, { events: result });
     return result;
   }
-  appendProviderBatch(taskId: string, batch: readonly EventInput[]): events.AppendResult {
-    return events.appendEvents(this.db, taskId, batch);
+  appendProviderBatch(taskId: string, types: readonly string[], payloadJsons: readonly string[]): events.AppendResult {
+    return events.appendSerialized(this.db, taskId, types, payloadJsons);
   }
   listEvents(taskId: string, afterEventId: number, limit: number): events.EventEnvelope[] {
     return events.listEvents(this.db, taskId, afterEventId, limit);

@@ -26,8 +26,14 @@ export type InsertTaskResult =
   /** The unique index on idempotency_key was hit: the caller re-runs its idempotency lookup. */
   | { kind: "idempotency_key_taken"; existing: TaskRow };
 
+/**
+ * One string for the hot read (every `task.get`): `db.query` finds its cached statement by the SQL
+ * text, and a constant's hash is computed once, where a template built per call is hashed per call.
+ */
+const GET_TASK = `${SELECT_TASK} WHERE task_id = ?`;
+
 export function getTask(db: Database, taskId: string): TaskRow | null {
-  return db.query<TaskRow, [string]>(`${SELECT_TASK} WHERE task_id = ?`).get(taskId);
+  return db.query<TaskRow, [string]>(GET_TASK).get(taskId);
 }
 
 export function findByIdempotencyKey(db: Database, key: string): TaskRow | null {
@@ -155,6 +161,11 @@ export interface TransitionOptions {
   error?: { code: ErrorCode; message: string };
   /** Result columns written in the same UPDATE. */
   set?: ResultColumns;
+  /**
+   * The provider mark, written with `starting` (docs/task-model.md#execution step 2): in the commit
+   * the spawn waits for anyway, rather than in one of its own.
+   */
+  mark?: string;
   /** Lifecycle events appended in the same transaction; one that breaks a limit is dropped (docs/events.md#appending). */
   events?: readonly EventInput[];
 }
@@ -197,6 +208,10 @@ export function transition(db: Database, taskId: string, to: TransitionTarget, o
   if (to === "starting") {
     sets.push("started_at = ?");
     args.push(at);
+  }
+  if (opts.mark !== undefined) {
+    sets.push("provider_mark = ?");
+    args.push(opts.mark);
   }
   if (terminal) {
     sets.push("completed_at = ?", "pending_request_id = NULL");

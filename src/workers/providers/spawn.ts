@@ -43,8 +43,11 @@ export interface SpawnSpec {
   /** How much of a long string in a line is kept (docs/runtimes.md#process-model); default all of it. */
   keepBytes?: number;
   stderrTailBytes?: number;
-  /** Called for every stdout line, before it is handed on (the idle timer's signal of life). */
-  onOutput?: () => void;
+  /**
+   * Called for every stdout line, before it is handed on (the idle timer's signal of life); a promise
+   * it returns holds that line, and so the reading of the next, until it settles.
+   */
+  onOutput?: () => Promise<void> | undefined;
 }
 
 export interface ProviderProcess {
@@ -177,9 +180,10 @@ function killGroup(pgid: number): void {
   }
 }
 
-async function* tapLines(lines: AsyncGenerator<JsonLine>, onLine: () => void): AsyncGenerator<JsonLine> {
+async function* tapLines(lines: AsyncGenerator<JsonLine>, onLine: () => Promise<void> | undefined): AsyncGenerator<JsonLine> {
   for await (const line of lines) {
-    onLine();
+    const held = onLine();
+    if (held) await held;
     yield line;
   }
 }

@@ -149,8 +149,12 @@ export interface RunContext {
    * docs/task-model.md#execution steps 3–4). Called once; from then on the run accepts steering.
    */
   started(): void;
-  /** The provider produced output; resets the idle timer (`event_idle_timeout_seconds`). */
-  activity(): void;
+  /**
+   * The provider produced output; resets the idle timer (`event_idle_timeout_seconds`). A promise
+   * while the run's event batches wait for their commit (src/workers/event-batcher.ts, `backlog`):
+   * the adapter reads the provider's next line only once it settles.
+   */
+  activity(): Promise<void> | undefined;
   /**
    * The provider reports work in progress that may be silent (a command running): `true` pauses the
    * idle timer, `false` (once that work is reported done) resumes it. Calls come in pairs.

@@ -9,6 +9,7 @@ import type { AuditLog } from "../../../shared/audit.ts";
 import type { Config } from "../../../shared/config/load.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { isTaskId } from "../../../shared/ids.ts";
+import { releaseMemory } from "../../../shared/release-memory.ts";
 import type { GcScope } from "../../../shared/retention.ts";
 import type { Store, TaskRow } from "../../../shared/store/index.ts";
 import type { Workspaces } from "../../../shared/workspace.ts";
@@ -31,8 +32,18 @@ export interface ServiceDeps {
   spool: Remote<SpoolApi>;
   /** Asks for a retention GC pass (in the maintenance worker; at most one in flight) and resolves when it is done. */
   gc: () => Promise<void>;
+  /** Each worker that holds task data gives memory back (src/shared/release-memory.ts); failures are ignored. */
+  releaseWorkerMemory: () => void;
   sharingGid: number | null;
 }
+
+/**
+ * How long the Bridge stays quiet (no run ending, no large read-back going on) before it gives memory
+ * back (docs/performance.md "## Bridge").
+ */
+const IDLE_RELEASE_MS = 1_000;
+/** Spooled result bytes read back since the last release that make a release worth it: an 8 MiB result read in pages. */
+const READ_BACK_RELEASE_BYTES = 1024 * 1024;
 
 export const notFound = () => new ServerFsError("AGENT_TASK_NOT_FOUND", "no such task");
 
@@ -44,6 +55,9 @@ export class ServiceContext {
   readonly unrecorded: UnrecordedOutcomes;
   /** Shutdown has begun: nothing new starts, and late outcomes are discarded. */
   closing = false;
+  private idleRelease: ReturnType<typeof setTimeout> | null = null;
+  /** Spooled result bytes read back since memory was last given back. */
+  private readBackBytes = 0;
   /** Settles when the provider worker runs are dispatched to is up (see `replacingProvider`). */
   providerReady: Promise<void> = Promise.resolve();
 
@@ -94,6 +108,39 @@ export class ServiceContext {
       ...(ended ? { error_code: t.error_code ?? undefined, duration_ms: Date.parse(t.completed_at!) - Date.parse(t.created_at) } : {}),
       ...extra,
     });
+  }
+
+  /** Called as each run's finally path ends: the last one arms the idle release (`armIdleRelease`). */
+  noteRunEnded(): void {
+    if (this.runs.size === 0) this.armIdleRelease();
+  }
+
+  /** Called after each `task.result.read`: a large read-back arms the idle release too (`armIdleRelease`). */
+  noteResultRead(bytes: number): void {
+    this.readBackBytes += bytes;
+    if (this.readBackBytes >= READ_BACK_RELEASE_BYTES) this.armIdleRelease();
+  }
+
+  /**
+   * Once no run is left and `IDLE_RELEASE_MS` passed since the last call, every thread of the Bridge
+   * that holds task data gives memory back (src/shared/release-memory.ts), so a flood of events or a
+   * large result, written or read, does not stay resident. Each call restarts the delay, so the
+   * release never lands between the pages of a read-back or the ends of a burst of runs; a run still
+   * going when it fires leaves it to that run's end.
+   */
+  private armIdleRelease(): void {
+    if (this.idleRelease) {
+      this.idleRelease.refresh();
+      return;
+    }
+    this.idleRelease = setTimeout(() => {
+      this.idleRelease = null;
+      if (this.closing || this.runs.size > 0) return;
+      this.readBackBytes = 0;
+      releaseMemory(this.store);
+      this.deps.releaseWorkerMemory();
+    }, IDLE_RELEASE_MS);
+    this.idleRelease.unref();
   }
 
   /** Asks for a retention GC pass without waiting for it (the pass's own failures are its worker's). */

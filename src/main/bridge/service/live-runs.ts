@@ -38,6 +38,9 @@ export class LiveRuns {
   get(taskId: string): LiveRun | undefined {
     return this.runs.get(taskId);
   }
+  get size(): number {
+    return this.runs.size;
+  }
   has(taskId: string): boolean {
     return this.runs.has(taskId);
   }

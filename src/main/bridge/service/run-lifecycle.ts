@@ -36,7 +36,7 @@ export async function executeRun(
   try {
     const mark = newMark();
     run.litter = noteLitterBaseline(ws, ws.confine(ctx.store.getTask(run.taskId)!.relative_cwd).segments);
-    ctx.store.recordProvider(run.taskId, { mark });
+    // the row gets the mark with the provider worker's `starting` commit, before the spawn
     if (run.lease) updateGuard(ctx.lockDir, run.slot, run.taskId, { provider_mark: mark }, ctx.deps.sharingGid);
     await ctx.providerReady;
     report = await ctx.deps.provider.run(
@@ -121,6 +121,7 @@ async function finallyPath(ctx: ServiceContext, run: LiveRun, report: RunReport)
   ctx.runs.delete(run.taskId);
   ctx.waiters.notify(run.taskId);
   ctx.logTask("task_ended", run.taskId);
+  ctx.noteRunEnded();
   await ctx.deps.gc().catch(() => undefined);
 }
 
