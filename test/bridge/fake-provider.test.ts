@@ -18,6 +18,7 @@ import type {
 } from "../../src/workers/providers/types.ts";
 import { holdsWithin, poll } from "../helpers/poll.ts";
 import { groupMembers } from "../helpers/proc-scan.ts";
+import { fakeQuestion } from "../helpers/questions.ts";
 import { type TempDir, tempDir } from "../helpers/workspace.ts";
 
 const QUICK = { graceMs: 1000, verifyMs: 3000, pollMs: 20 };
@@ -306,22 +307,7 @@ describe("docs/runtimes.md fake: the scripted runtime", () => {
   test("question:PROMPT asks q1 (options a, b, single select, free text) and completes with the canonical JSON of the answers", async () => {
     const answers: QuestionResolution = { answers: [{ text: "and more", selected_option_ids: ["b"], question_id: "q1" }] };
     const { r, outcome } = await outcomeOf("question:Which one?", { answer: answers });
-    expect(r.questions).toEqual([
-      {
-        questions: [
-          {
-            question_id: "q1",
-            prompt: "Which one?",
-            options: [
-              { option_id: "a", label: "a" },
-              { option_id: "b", label: "b" },
-            ],
-            multi_select: false,
-            allow_free_text: true,
-          },
-        ],
-      },
-    ]);
+    expect(r.questions).toEqual([fakeQuestion("Which one?")]);
     expect(finalText(outcome)).toBe('[{"question_id":"q1","selected_option_ids":["b"],"text":"and more"}]');
   });
 
