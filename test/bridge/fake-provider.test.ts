@@ -16,6 +16,7 @@ import type {
   RunContext,
   RunHandle,
 } from "../../src/workers/providers/types.ts";
+import { FAKE_RUNTIME_ENTRY } from "../helpers/contract-shapes.ts";
 import { holdsWithin, poll } from "../helpers/poll.ts";
 import { groupMembers } from "../helpers/proc-scan.ts";
 import { fakeQuestion } from "../helpers/questions.ts";
@@ -169,16 +170,7 @@ const finalText = (o: Outcome): string => {
 
 describe("runtime.list entry for fake", () => {
   test("probe reports version 1, every capability and session-resume recovery", async () => {
-    expect(await adapter.probe()).toEqual({
-      name: "fake",
-      available: true,
-      version: "1",
-      persistent_session: true,
-      live_steer: true,
-      interactive_approval: true,
-      interactive_question: true,
-      in_flight_recovery: "session-resume",
-    });
+    expect(await adapter.probe()).toEqual(FAKE_RUNTIME_ENTRY);
   });
 });
 

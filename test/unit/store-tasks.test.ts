@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { canonicalJson, sha256Hex } from "../../src/shared/canonical-json.ts";
 import { Store, TASK_STATUSES, type TaskStatus, TRANSITIONS, type TransitionOptions, type TransitionTarget } from "../../src/shared/store/index.ts";
+import { TASK_OBJECT_FIELDS } from "../helpers/contract-shapes.ts";
 import { codeOf, insert, isoIn, newTask, openStore, requestId, running, useStore } from "./store-fixtures.ts";
 
 const fx = useStore();
@@ -327,39 +328,12 @@ describe("provider facts", () => {
 });
 
 describe("task object", () => {
-  const FIELDS = [
-    "task_id",
-    "runtime",
-    "workdir_alias",
-    "workdir_slot",
-    "relative_cwd",
-    "profile",
-    "status",
-    "created_at",
-    "updated_at",
-    "started_at",
-    "completed_at",
-    "deadline_at",
-    "continue_from_task_id",
-    "correlation_id",
-    "idempotency_key",
-    "final_response",
-    "final_response_truncated",
-    "result",
-    "manifest",
-    "manifest_sha256",
-    "error_code",
-    "error_message",
-    "pending_request_id",
-    "pending_request",
-  ];
-
   test("has exactly the task object fields and never native ids, provider fields or the fingerprint", () => {
     const row = newTask({ idempotency_key: "obj-key", request_fingerprint: "f".repeat(64), correlation_id: "corr" });
     store.insertTask(row, 1_000);
     store.recordProvider(row.task_id, { pgid: 77, startTime: 5, mark: "c".repeat(32), nativeSessionId: "sess-secret", nativeTurnId: "turn-secret" });
     const o = store.getTaskObject(row.task_id)!;
-    expect(Object.keys(o).sort()).toEqual([...FIELDS].sort());
+    expect(Object.keys(o).sort()).toEqual([...TASK_OBJECT_FIELDS].sort());
     const text = JSON.stringify(o);
     for (const hidden of ["sess-secret", "turn-secret", "f".repeat(64), "c".repeat(32), "provider_", "native_", "request_fingerprint"]) {
       expect(text).not.toContain(hidden);
