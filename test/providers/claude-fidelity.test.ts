@@ -4,7 +4,7 @@
  * (test/fixtures/agent-stack.ts). Every approval and question is answered through the MCP Agent tools,
  * and the mock checks what reached the model (docs/agent-requests.md).
  */
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { eventually, type Json, ok } from "../e2e/support.ts";
@@ -16,7 +16,7 @@ import {
   crashMidTurn,
   declinedUnasked,
   expireUnanswered,
-  startAgentStack,
+  stackPerTest,
 } from "../fixtures/agent-stack.ts";
 import { ASK_COLOUR, type MockAnthropic, type MockStep, startMockAnthropic } from "../fixtures/mock-anthropic.ts";
 import { markedProcesses, recordedMark } from "../helpers/bridge.ts";
@@ -24,19 +24,11 @@ import type { Table } from "../helpers/toml.ts";
 
 if (!CLAUDE_PRESENT) cliMissing("Claude Code", CLAUDE_BIN, "npm install --no-save @anthropic-ai/claude-code@2.1.332");
 
-const stacks: AgentStack[] = [];
-const mocks: MockAnthropic[] = [];
-afterEach(async () => {
-  for (const s of stacks.splice(0)) await s.stop();
-  for (const m of mocks.splice(0)) m.stop();
-});
+const startStack = stackPerTest();
 
 async function stack(steps: MockStep[], lifecycle?: Table): Promise<{ s: AgentStack; mock: MockAnthropic }> {
   const mock = startMockAnthropic(steps);
-  mocks.push(mock);
-  const s = await startAgentStack({ runtime: "claude", mock, ...(lifecycle ? { lifecycle } : {}) });
-  stacks.push(s);
-  return { s, mock };
+  return { s: await startStack({ runtime: "claude", mock, ...(lifecycle ? { lifecycle } : {}) }), mock };
 }
 
 /** The tool results the model was shown in the latest request: their text and error flag. */

@@ -17,7 +17,7 @@ import {
   crashMidTurn,
   declinedUnasked,
   expireUnanswered,
-  startAgentStack,
+  stackPerTest,
 } from "../fixtures/agent-stack.ts";
 import { type MockOpenAI, type MockStep, startMockOpenAI } from "../fixtures/mock-openai.ts";
 import { scriptedAppServerBin } from "../fixtures/scripted-app-server.ts";
@@ -28,21 +28,15 @@ import { type TempDir, tempDir } from "../helpers/workspace.ts";
 
 if (!CODEX_PRESENT) cliMissing("Codex", CODEX_BIN, "npm install --no-save @openai/codex@0.171.0");
 
-const stacks: AgentStack[] = [];
-const mocks: MockOpenAI[] = [];
+const startStack = stackPerTest();
 const cleanupDirs: TempDir[] = [];
-afterEach(async () => {
-  for (const s of stacks.splice(0)) await s.stop();
-  for (const m of mocks.splice(0)) m.stop();
+afterEach(() => {
   for (const d of cleanupDirs.splice(0)) d.remove();
 });
 
 async function stack(steps: MockStep[], runtimeConfig: Table = {}, lifecycle?: Table): Promise<{ s: AgentStack; mock: MockOpenAI }> {
   const mock = startMockOpenAI(steps);
-  mocks.push(mock);
-  const s = await startAgentStack({ runtime: "codex", mock, runtimeConfig, ...(lifecycle ? { lifecycle } : {}) });
-  stacks.push(s);
-  return { s, mock };
+  return { s: await startStack({ runtime: "codex", mock, runtimeConfig, ...(lifecycle ? { lifecycle } : {}) }), mock };
 }
 
 const UNTRUSTED = { approval_policy: "untrusted" };
