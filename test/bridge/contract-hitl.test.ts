@@ -6,6 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import { allEvents, call, codeOf, isTerminalTask, markedProcesses, type RpcResponse, recordedMark, rpc, submitTask } from "../helpers/bridge.ts";
 import { poll } from "../helpers/poll.ts";
+import { fakeQuestion } from "../helpers/questions.ts";
 import { type Task, useBridge } from "../helpers/use-bridge.ts";
 
 const { env, sock, bridge, submit, waitFor } = useBridge();
@@ -129,20 +130,7 @@ describe("questions", () => {
   test("a question opens a pending request with its payload; a valid answer reaches the provider", async () => {
     const { taskId, requestId, task } = await asking("question:Which one?");
     expect(task["status"]).toBe("waiting_for_question");
-    expect((task["pending_request"] as Task)["payload"]).toEqual({
-      questions: [
-        {
-          question_id: "q1",
-          prompt: "Which one?",
-          options: [
-            { option_id: "a", label: "a" },
-            { option_id: "b", label: "b" },
-          ],
-          multi_select: false,
-          allow_free_text: true,
-        },
-      ],
-    });
+    expect((task["pending_request"] as Task)["payload"]).toEqual(fakeQuestion("Which one?"));
     expect(codeOf(await respond(taskId, requestId, "approve_once"))).toBe("INVALID_APPROVAL_DECISION");
     const r = await answer(taskId, requestId, [{ question_id: "q1", selected_option_ids: ["b"], text: "because" }]);
     expect(r.result).toEqual({ task_id: taskId, request_id: requestId, resolved: true, correlation_id: null });

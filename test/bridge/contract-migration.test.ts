@@ -9,7 +9,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, lstatSync } from "node:fs";
 import { join } from "node:path";
 import { allEvents, call, codeOf, isTerminalTask, rpc, submitTask } from "../helpers/bridge.ts";
-import { createLegacyDb, legacyTimestamp } from "../helpers/legacy-db.ts";
+import { createLegacyDb, legacyTimestamp, V07_NEW_TASK_COLUMNS } from "../helpers/legacy-db.ts";
 import { useBridge } from "../helpers/use-bridge.ts";
 
 const DONE = "agt_0000000000000000000d0e01";
@@ -118,21 +118,7 @@ describe("migration of a v0.6 database", () => {
         .all()
         .map((c) => c.name),
     );
-    for (const name of [
-      "deadline_at",
-      "correlation_id",
-      "result_storage",
-      "result_size_bytes",
-      "result_sha256",
-      "manifest_json",
-      "manifest_sha256",
-      "event_count",
-      "idempotency_key",
-      "request_fingerprint",
-      "provider_pgid",
-      "provider_start_time",
-      "provider_mark",
-    ]) {
+    for (const name of V07_NEW_TASK_COLUMNS) {
       expect(columns).toContain(name);
     }
     const requestColumns = withDb((db) =>

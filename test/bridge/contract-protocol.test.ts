@@ -5,6 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { call, codeOf, isTerminalTask, rpc, submitTask } from "../helpers/bridge.ts";
+import { FAKE_RUNTIME_ENTRY, TASK_OBJECT_FIELDS } from "../helpers/contract-shapes.ts";
 import { useBridge } from "../helpers/use-bridge.ts";
 import { exchange, RawConnection, request } from "./rpc-wire.ts";
 
@@ -148,18 +149,7 @@ describe("parameter rules", () => {
 describe("methods", () => {
   test("runtime.list lists the enabled fake runtime with every capability", async () => {
     expect(await call(sock, "runtime.list")).toEqual({
-      runtimes: [
-        {
-          name: "fake",
-          available: true,
-          version: "1",
-          persistent_session: true,
-          live_steer: true,
-          interactive_approval: true,
-          interactive_question: true,
-          in_flight_recovery: "session-resume",
-        },
-      ],
+      runtimes: [FAKE_RUNTIME_ENTRY],
     });
   });
 
@@ -174,34 +164,7 @@ describe("methods", () => {
   test("task.get returns exactly the task object and never a native id, process field or prompt", async () => {
     const taskId = await finished("complete:shape");
     const t = await call(sock, "task.get", { task_id: taskId });
-    expect(Object.keys(t).sort()).toEqual(
-      [
-        "task_id",
-        "runtime",
-        "workdir_alias",
-        "workdir_slot",
-        "relative_cwd",
-        "profile",
-        "status",
-        "created_at",
-        "updated_at",
-        "started_at",
-        "completed_at",
-        "deadline_at",
-        "continue_from_task_id",
-        "correlation_id",
-        "idempotency_key",
-        "final_response",
-        "final_response_truncated",
-        "result",
-        "manifest",
-        "manifest_sha256",
-        "error_code",
-        "error_message",
-        "pending_request_id",
-        "pending_request",
-      ].sort(),
-    );
+    expect(Object.keys(t).sort()).toEqual([...TASK_OBJECT_FIELDS].sort());
     expect(t).toMatchObject({ task_id: taskId, runtime: "fake", workdir_alias: "repo", workdir_slot: 1, relative_cwd: "", profile: "review" });
     expect(t).toMatchObject({ status: "succeeded", final_response: "shape", error_code: null, pending_request: null });
     for (const key of ["created_at", "updated_at", "started_at", "completed_at", "deadline_at"]) {

@@ -10,6 +10,7 @@ import { existsSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { canonicalJson, sha256Hex } from "../../src/shared/canonical-json.ts";
 import { call, codeOf, isTerminalTask, rpc, submitTask } from "../helpers/bridge.ts";
+import { DEFAULT_MANIFEST_LIMITS } from "../helpers/contract-shapes.ts";
 import { poll } from "../helpers/poll.ts";
 import { useBridge } from "../helpers/use-bridge.ts";
 import { type TempDir, tempDir } from "../helpers/workspace.ts";
@@ -238,21 +239,7 @@ describe("execution manifest", () => {
       runtime: { name: "fake", version: "1", in_flight_recovery: "session-resume" },
       workspace: { alias: "repo", slot: 1, relative_cwd: "src", profile: "review" },
       policy: { read_only: false, agent_mode: "workspace-write", policy_sha256: policySha },
-      limits: {
-        max_prompt_bytes: 65_536,
-        max_message_bytes: 65_536,
-        max_interaction_bytes: 65_536,
-        max_event_bytes: 65_536,
-        max_events_per_task: 10_000,
-        max_final_response_bytes: 262_144,
-        max_spooled_result_bytes: 8_388_608,
-        result_preview_bytes: 65_536,
-        max_result_chunk_bytes: 65_536,
-        max_active_tasks: 4,
-        task_timeout_seconds: 86_400,
-        interaction_timeout_seconds: 0,
-        retention_hours: 168,
-      },
+      limits: DEFAULT_MANIFEST_LIMITS,
       advisor: { enabled: false, preflight_status: "disabled" },
       continuation: { from_task_id: null },
       correlation_id: "m-1",

@@ -16,8 +16,10 @@ import type {
   RunContext,
   RunHandle,
 } from "../../src/workers/providers/types.ts";
+import { FAKE_RUNTIME_ENTRY } from "../helpers/contract-shapes.ts";
 import { holdsWithin, poll } from "../helpers/poll.ts";
 import { groupMembers } from "../helpers/proc-scan.ts";
+import { fakeQuestion } from "../helpers/questions.ts";
 import { type TempDir, tempDir } from "../helpers/workspace.ts";
 
 const QUICK = { graceMs: 1000, verifyMs: 3000, pollMs: 20 };
@@ -168,16 +170,7 @@ const finalText = (o: Outcome): string => {
 
 describe("runtime.list entry for fake", () => {
   test("probe reports version 1, every capability and session-resume recovery", async () => {
-    expect(await adapter.probe()).toEqual({
-      name: "fake",
-      available: true,
-      version: "1",
-      persistent_session: true,
-      live_steer: true,
-      interactive_approval: true,
-      interactive_question: true,
-      in_flight_recovery: "session-resume",
-    });
+    expect(await adapter.probe()).toEqual(FAKE_RUNTIME_ENTRY);
   });
 });
 
@@ -306,22 +299,7 @@ describe("docs/runtimes.md fake: the scripted runtime", () => {
   test("question:PROMPT asks q1 (options a, b, single select, free text) and completes with the canonical JSON of the answers", async () => {
     const answers: QuestionResolution = { answers: [{ text: "and more", selected_option_ids: ["b"], question_id: "q1" }] };
     const { r, outcome } = await outcomeOf("question:Which one?", { answer: answers });
-    expect(r.questions).toEqual([
-      {
-        questions: [
-          {
-            question_id: "q1",
-            prompt: "Which one?",
-            options: [
-              { option_id: "a", label: "a" },
-              { option_id: "b", label: "b" },
-            ],
-            multi_select: false,
-            allow_free_text: true,
-          },
-        ],
-      },
-    ]);
+    expect(r.questions).toEqual([fakeQuestion("Which one?")]);
     expect(finalText(outcome)).toBe('[{"question_id":"q1","selected_option_ids":["b"],"text":"and more"}]');
   });
 

@@ -6,7 +6,7 @@
  * six; the records are still written task by task in created_at order.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { allEvents, type BridgeProcess, call, markedProcesses, recordedMark, startBridgeProcess, waitForTask } from "../helpers/bridge.ts";
+import { allEvents, type BridgeProcess, call, markedProcesses, recordedMark, startBridgeProcess, submitAccepted, waitForTask } from "../helpers/bridge.ts";
 import { cleanup, crash, isAlive, mcpView, startStray, taskRow, writeEnv } from "./support.ts";
 
 const ORPHANS = 6;
@@ -31,13 +31,7 @@ describe("startup reconciliation with several SIGTERM-ignoring orphans", () => {
     for (let i = 0; i < ORPHANS; i++) {
       // one write task (guard) and review tasks, created one after the other
       const profile = i === 0 ? "workspace-write" : "review";
-      const { task_id } = await call<{ task_id: string }>(env.socketPath, "task.submit", {
-        runtime: "fake",
-        workdir: "repo",
-        path: "",
-        profile,
-        prompt: "wait:",
-      });
+      const task_id = await submitAccepted(env.socketPath, { profile, prompt: "wait:" });
       ids.push(task_id);
     }
     const strays = [];
@@ -94,13 +88,7 @@ describe("startup reconciliation of a terminal review task's orphan", () => {
     for (const b of bridges) if (b.proc.exitCode === null) await b.stop();
     const first = await startBridgeProcess(env);
     bridges.push(first);
-    const { task_id } = await call<{ task_id: string }>(env.socketPath, "task.submit", {
-      runtime: "fake",
-      workdir: "repo",
-      path: "",
-      profile: "review",
-      prompt: "linger:120:done",
-    });
+    const task_id = await submitAccepted(env.socketPath, { profile: "review", prompt: "linger:120:done" });
     // the run ended and its finally path is inside the 5 s grace for the child that ignores SIGTERM
     await waitForTask(env.socketPath, task_id, (t) => t["status"] === "succeeded");
     const mark = recordedMark(env.stateDir, task_id);

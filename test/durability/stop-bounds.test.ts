@@ -7,7 +7,7 @@
  * contract with a generous margin, not a sleep.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, startBridgeProcess, waitForTask } from "../helpers/bridge.ts";
+import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, startBridgeProcess, submitAccepted, waitForTask } from "../helpers/bridge.ts";
 import { poll } from "../helpers/poll.ts";
 import { cleanup, isAlive, mcpView, startStray, taskRow } from "./support.ts";
 
@@ -29,13 +29,7 @@ async function stubbornWriteTask(lifecycle: Record<string, number> = {}) {
   envs.push(env);
   const bridge = await startBridgeProcess(env);
   bridges.push(bridge);
-  const { task_id } = await call<{ task_id: string }>(env.socketPath, "task.submit", {
-    runtime: "fake",
-    workdir: "repo",
-    path: "",
-    profile: "workspace-write",
-    prompt: "wait:",
-  });
+  const task_id = await submitAccepted(env.socketPath, { profile: "workspace-write", prompt: "wait:" });
   await waitForTask(env.socketPath, task_id, (t) => t["status"] === "running");
   const row = taskRow(env.stateDir, task_id)!;
   const stray = startStray(row.provider_mark!);

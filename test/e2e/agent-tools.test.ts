@@ -12,7 +12,8 @@ import { createHash, randomBytes } from "node:crypto";
 import { symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { canonicalJson } from "../../src/shared/canonical-json.ts";
-import { type BridgeEnv, type BridgeProcess, bridgeEnv, startBridgeProcess } from "../helpers/bridge.ts";
+import { type BridgeEnv, type BridgeProcess, bridgeEnv, startBridgeProcess, treeTables } from "../helpers/bridge.ts";
+import { FAKE_RUNTIME_ENTRY } from "../helpers/contract-shapes.ts";
 import { errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
 import { AGENT_TOOLS } from "../helpers/tool-names.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
@@ -77,18 +78,7 @@ afterAll(async () => {
 describe("list_agent_runtimes", () => {
   test("lists the fake runtime with its probe: version 1, every capability, session-resume", async () => {
     const r = await ok<{ runtimes: Json[] }>(mcp, "list_agent_runtimes");
-    expect(r.runtimes).toEqual([
-      {
-        name: "fake",
-        available: true,
-        version: "1",
-        persistent_session: true,
-        live_steer: true,
-        interactive_approval: true,
-        interactive_question: true,
-        in_flight_recovery: "session-resume",
-      },
-    ]);
+    expect(r.runtimes).toEqual([FAKE_RUNTIME_ENTRY]);
   });
 });
 
@@ -705,23 +695,8 @@ describe("Bridge limits pass through verbatim", () => {
 
 describe("an RPC the Bridge does not answer in time", () => {
   test("times out after rpc_timeout_seconds (plus wait_ms for events) as AGENT_BRIDGE_UNAVAILABLE", async () => {
-    const impatient = await startStdio(
-      writeConfig(
-        env.dir.path,
-        {
-          bridge: {
-            enabled: true,
-            enable_fake_runtime: true,
-            socket_path: env.socketPath,
-            state_dir: env.stateDir,
-            lock_dir: env.lockDir,
-            rpc_timeout_seconds: 1,
-          },
-          workdirs: [{ slot: 1, alias: "repo", path: env.workspace, read_only: false, agent_mode: "workspace-write", agent_runtimes: ["fake"] }],
-        },
-        "impatient.toml",
-      ),
-    );
+    const tables = treeTables(env);
+    const impatient = await startStdio(writeConfig(env.dir.path, { ...tables, bridge: { ...tables.bridge, rpc_timeout_seconds: 1 } }, "impatient.toml"));
     // a stopped Bridge still accepts connections (the kernel's backlog) but never answers
     bridge.proc.kill("SIGSTOP");
     try {

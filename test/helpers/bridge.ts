@@ -30,32 +30,32 @@ export interface BridgeEnvOptions {
   config?: Table;
 }
 
+/**
+ * The `[bridge]` keys and the workdir "repo" (slot 1) that put a Bridge on a tree laid out by
+ * `bridgeEnv`: what its config holds before any option, and the base of another config file over the
+ * same tree.
+ */
+export function treeTables(tree: Pick<BridgeEnv, "socketPath" | "stateDir" | "lockDir" | "workspace">): { bridge: Table; workdirs: Table[] } {
+  return {
+    bridge: { enabled: true, enable_fake_runtime: true, socket_path: tree.socketPath, state_dir: tree.stateDir, lock_dir: tree.lockDir },
+    workdirs: [{ slot: 1, alias: "repo", path: tree.workspace, read_only: false, agent_mode: "workspace-write", agent_runtimes: ["fake"] }],
+  };
+}
+
 /** Lays out a temp tree and writes its config (one workspace-write workdir "repo" on slot 1). */
 export function bridgeEnv(opts: BridgeEnvOptions = {}): BridgeEnv {
   const dir = tempDir("sfs-b-");
   const workspace = dir.dir("ws");
   dir.dir("ws/src");
   dir.file("ws/README.md", "# demo\n");
-  const stateDir = join(dir.path, "state");
-  const lockDir = join(dir.path, "locks");
-  const socketPath = join(dir.path, "run", "b.sock");
+  const tree = { socketPath: join(dir.path, "run", "b.sock"), stateDir: join(dir.path, "state"), lockDir: join(dir.path, "locks"), workspace };
+  const base = treeTables(tree);
   const configPath = writeConfig(dir.path, {
     ...opts.config,
-    bridge: {
-      enabled: true,
-      enable_fake_runtime: true,
-      socket_path: socketPath,
-      state_dir: stateDir,
-      lock_dir: lockDir,
-      lifecycle: { maintenance_interval_seconds: 1, ...opts.lifecycle },
-      recovery: { ...opts.recovery },
-    },
-    workdirs: [
-      { slot: 1, alias: "repo", path: workspace, read_only: false, agent_mode: "workspace-write", agent_runtimes: ["fake"], ...opts.workdir },
-      ...(opts.extraWorkdirs ?? []),
-    ],
+    bridge: { ...base.bridge, lifecycle: { maintenance_interval_seconds: 1, ...opts.lifecycle }, recovery: { ...opts.recovery } },
+    workdirs: [{ ...base.workdirs[0], ...opts.workdir }, ...(opts.extraWorkdirs ?? [])],
   });
-  return { dir, configPath, socketPath, stateDir, lockDir, workspace };
+  return { dir, configPath, ...tree };
 }
 
 export type LogLine = Record<string, unknown> & { event: string; level: string };
@@ -224,6 +224,13 @@ export const isTerminalTask = (t: Record<string, unknown>) => TERMINAL.has(Strin
 /** `task.submit` for the fake runtime on "repo" as a `review` task (no lease), unless `params` says otherwise. */
 export function submitTask(socketPath: string, params: Record<string, unknown>): Promise<RpcResponse> {
   return rpc(socketPath, "task.submit", { runtime: "fake", workdir: "repo", path: "", profile: "review", ...params });
+}
+
+/** `submitTask` that must be accepted: its task id. */
+export async function submitAccepted(socketPath: string, params: Record<string, unknown>): Promise<string> {
+  const r = await submitTask(socketPath, params);
+  if (!r.ok) throw new Error(`submit failed: ${r.error?.code}: ${r.error?.message}`);
+  return r.result!["task_id"] as string;
 }
 
 /** The error code of a failed response (undefined for a success). */

@@ -28,6 +28,23 @@ CREATE TABLE pending_requests (
 CREATE INDEX pending_requests_task ON pending_requests(task_id, status);
 `;
 
+/** The `tasks` columns a v0.7 Bridge adds to a v0.6 database, in the order it adds them (docs/task-model.md#the-state-database). */
+export const V07_NEW_TASK_COLUMNS = [
+  "deadline_at",
+  "correlation_id",
+  "result_storage",
+  "result_size_bytes",
+  "result_sha256",
+  "manifest_json",
+  "manifest_sha256",
+  "event_count",
+  "idempotency_key",
+  "request_fingerprint",
+  "provider_pgid",
+  "provider_start_time",
+  "provider_mark",
+];
+
 /** A v0.6 task row; the columns v0.6 never had cannot be given. */
 export interface LegacyTask {
   task_id: string;

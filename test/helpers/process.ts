@@ -11,15 +11,22 @@ export function spawnCli(args: string[], opts: { env?: Record<string, string> } 
   });
 }
 
-export async function runCli(args: string[], opts: { env?: Record<string, string> } = {}) {
-  const proc = Bun.spawn([...SERVERFS, ...args], {
-    cwd: REPO_ROOT,
+export function runCli(args: string[], opts: { env?: Record<string, string> } = {}) {
+  return runToEnd([...SERVERFS, ...args], { cwd: REPO_ROOT, env: opts.env });
+}
+
+/** Runs `argv` to its end, with `env` over this process's; past `killAfterMs` it is killed (SIGKILL) so a hung CLI fails its test. */
+export async function runToEnd(argv: string[], opts: { cwd: string; env?: Record<string, string>; killAfterMs?: number }) {
+  const proc = Bun.spawn(argv, {
+    cwd: opts.cwd,
     env: { ...process.env, ...opts.env },
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",
   });
+  const timer = opts.killAfterMs === undefined ? undefined : setTimeout(() => proc.kill("SIGKILL"), opts.killAfterMs);
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  clearTimeout(timer);
   return { stdout, stderr, code };
 }
 

@@ -2,6 +2,7 @@
  * A `serverfs mcp` process driven by hand over stdio, newline-delimited JSON-RPC, for what the SDK
  * client hides: when exactly stdin closes, which answers were written, a client that stops reading.
  */
+import { expect } from "bun:test";
 import type { Subprocess } from "bun";
 import { BUN, CLI, REPO_ROOT } from "./workspace.ts";
 
@@ -75,4 +76,23 @@ export async function startRaw(configPath: string): Promise<RawServer> {
   await answer(0);
   send({ jsonrpc: "2.0", method: "notifications/initialized" });
   return server;
+}
+
+/**
+ * Closes stdin while `name` (request 1) is still running: a `list_workdirs` sent after it (request 2)
+ * is answered first, request 1 is not. Then the process must end (docs/mcp-tools.md: stdin EOF ends
+ * it); it is killed if it is still there 5 s on. The exit code ("still running" then) and the
+ * milliseconds from the close to the exit.
+ */
+export async function closeWhileBusy(raw: RawServer, name: string, args: Record<string, unknown>): Promise<{ code: number | string; ms: number }> {
+  raw.callTool(1, name, args);
+  raw.callTool(2, "list_workdirs", {});
+  await raw.answer(2);
+  expect(raw.answered.has(1)).toBe(false);
+  const closedAt = performance.now();
+  raw.proc.stdin.end();
+  const code = await Promise.race([raw.proc.exited, Bun.sleep(5000).then(() => "still running")]);
+  const ms = performance.now() - closedAt;
+  if (code === "still running") raw.proc.kill("SIGKILL");
+  return { code, ms };
 }

@@ -4,7 +4,7 @@
  * that stops it and removes the tree, and offers the calls every contract test makes against it.
  */
 import { afterAll, beforeAll } from "bun:test";
-import { type BridgeEnv, type BridgeEnvOptions, type BridgeProcess, bridgeEnv, startBridgeProcess, submitTask, waitForTask } from "./bridge.ts";
+import { type BridgeEnv, type BridgeEnvOptions, type BridgeProcess, bridgeEnv, startBridgeProcess, submitAccepted, waitForTask } from "./bridge.ts";
 
 export type Task = Record<string, unknown>;
 
@@ -55,11 +55,7 @@ export function useBridge(opts: UseBridgeOptions = {}): BridgeFixture {
       running = await startBridgeProcess(env);
       return code;
     },
-    async submit(params) {
-      const r = await submitTask(sock, params);
-      if (!r.ok) throw new Error(`submit failed: ${r.error?.code}: ${r.error?.message}`);
-      return r.result!["task_id"] as string;
-    },
+    submit: (params) => submitAccepted(sock, params),
     waitFor: (taskId, until, timeoutMs) => waitForTask(sock, taskId, until, timeoutMs),
   };
 }

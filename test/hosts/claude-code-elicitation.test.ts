@@ -7,14 +7,11 @@
  * that decision. Without the CLI the file is skipped loudly, except under CI=true.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { rmSync } from "node:fs";
-import { join } from "node:path";
 import { SERVER_NAME } from "../../src/main/operator/host-setup.ts";
-import { CLAUDE_BIN, CLAUDE_PRESENT, claudeHome, claudeOfflineEnv, cliMissing } from "../fixtures/agent-stack.ts";
-import { type MockAnthropic, type MockRequest, startMockAnthropic } from "../fixtures/mock-anthropic.ts";
+import { CLAUDE_BIN, CLAUDE_PRESENT, claudeHostEnv, cliMissing, stopHostRun } from "../fixtures/agent-stack.ts";
+import { type MockAnthropic, type MockRequest, startMockAnthropic, toolResults } from "../fixtures/mock-anthropic.ts";
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, startBridgeProcess } from "../helpers/bridge.ts";
 import { runCli } from "../helpers/process.ts";
-import { REPO_ROOT } from "../helpers/workspace.ts";
 
 if (!CLAUDE_PRESENT) cliMissing("Claude Code", CLAUDE_BIN, "npm install --no-save @anthropic-ai/claude-code@2.1.332");
 
@@ -24,23 +21,9 @@ const RUN_MS = 120_000;
 
 type Json = Record<string, unknown>;
 
-/** The text of every tool result the host sent the model, in order. */
-function toolResults(request: MockRequest): string[] {
-  const out: string[] = [];
-  for (const m of request.messages) {
-    if (m.role !== "user" || typeof m.content === "string") continue;
-    for (const part of m.content as Json[]) {
-      if (part["type"] !== "tool_result") continue;
-      const content = part["content"];
-      out.push(typeof content === "string" ? content : (content as { text?: string }[]).map((c) => c.text ?? "").join(""));
-    }
-  }
-  return out;
-}
-
 /** The task id the model was shown by submit_agent_task. */
 function submittedTaskId(request: MockRequest): string {
-  for (const text of toolResults(request)) {
+  for (const { text } of toolResults(request)) {
     const id = /"task_id":"(agt_[0-9a-f]{24})"/.exec(text)?.[1];
     if (id) return id;
   }
@@ -64,19 +47,15 @@ describe.skipIf(!CLAUDE_PRESENT)("Claude Code forwards ServerFS's elicitation to
       // a model polling until the task has left its start: the call that sees the approval asks it
       {
         poll: (request) =>
-          polls++ > 0 && !/"status":"(queued|starting|running)"/.test(toolResults(request).at(-1) ?? "")
+          polls++ > 0 && !/"status":"(queued|starting|running)"/.test(toolResults(request).at(-1)?.text ?? "")
             ? null
             : { tool: `${PREFIX}get_agent_task`, input: { task_id: submittedTaskId(request) } },
       },
       { say: "done" },
     ]);
-    const made = claudeHome();
-    home = made.home;
-    const hostEnv = {
-      ...claudeOfflineEnv(mock, made.home, made.configDir),
-      ENABLE_TOOL_SEARCH: "false",
-      PATH: `${join(REPO_ROOT, "node_modules", ".bin")}:${process.env["PATH"]}`,
-    };
+    const host = claudeHostEnv(mock);
+    home = host.home;
+    const hostEnv = host.env;
     const connected = await runCli(["connect", "claude-code", "--write", "--config", env.configPath], { env: hostEnv });
     expect(connected.code).toBe(0);
 
@@ -120,12 +99,7 @@ describe.skipIf(!CLAUDE_PRESENT)("Claude Code forwards ServerFS's elicitation to
     taskId = submittedTaskId(mock.requests.at(-1)!);
   }, RUN_MS + 30_000);
 
-  afterAll(async () => {
-    await bridge?.stop();
-    mock?.stop();
-    env?.dir.remove();
-    if (home) rmSync(home, { recursive: true, force: true });
-  });
+  afterAll(() => stopHostRun({ bridge, mock, env, home }));
 
   test("the approval arrives as a control_request of subtype elicitation, naming the server and the command", () => {
     expect(controlRequests).toHaveLength(1);

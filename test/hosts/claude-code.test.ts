@@ -8,16 +8,14 @@
  * the file is skipped loudly, except under CI=true, where that is a failure.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync, rmSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { SERVER_NAME } from "../../src/main/operator/host-setup.ts";
-import { CLAUDE_BIN, CLAUDE_PRESENT, claudeHome, claudeOfflineEnv, cliMissing } from "../fixtures/agent-stack.ts";
-import { type MockAnthropic, type MockRequest, type ScriptEntry, startMockAnthropic } from "../fixtures/mock-anthropic.ts";
-import { type BridgeEnv, type BridgeProcess, bridgeEnv, startBridgeProcess } from "../helpers/bridge.ts";
-import { startStdio } from "../helpers/mcp-client.ts";
-import { runCli } from "../helpers/process.ts";
-import { REPO_ROOT } from "../helpers/workspace.ts";
-import { FILESYSTEM_TOOLS, FINAL_WORDS, SCENARIO, type SeenResult } from "./scenario.ts";
+import { CLAUDE_BIN, CLAUDE_PRESENT, claudeHostEnv, cliMissing, stopHostRun } from "../fixtures/agent-stack.ts";
+import { type MockAnthropic, type ScriptEntry, startMockAnthropic, toolResults } from "../fixtures/mock-anthropic.ts";
+import type { BridgeEnv, BridgeProcess } from "../helpers/bridge.ts";
+import { runCli, runToEnd } from "../helpers/process.ts";
+import { FILESYSTEM_TOOLS, FINAL_WORDS, type ListedTool, SCENARIO, type SeenResult, scenarioScript, seenByLabel, startScenarioServer } from "./scenario.ts";
 import { expectScenarioResults, PERSISTED } from "./scenario-checks.ts";
 
 if (!CLAUDE_PRESENT) cliMissing("Claude Code", CLAUDE_BIN, "npm install --no-save @anthropic-ai/claude-code@2.1.332");
@@ -27,48 +25,11 @@ const ALLOW = `mcp__${SERVER_NAME}`;
 const PREFIX = `${ALLOW}__`;
 const RUN_MS = 120_000;
 
-/** Every tool_result the host sent back, in order: what the model saw of each call. */
-function toolResults(request: MockRequest): SeenResult[] {
-  const out: SeenResult[] = [];
-  for (const m of request.messages) {
-    if (m.role !== "user" || typeof m.content === "string") continue;
-    for (const part of m.content as Record<string, unknown>[]) {
-      if (part["type"] !== "tool_result") continue;
-      const content = part["content"];
-      const text = typeof content === "string" ? content : (content as { text?: string }[]).map((c) => c.text ?? "").join("");
-      out.push({ text, isError: part["is_error"] === true });
-    }
-  }
-  return out;
-}
-
-/** The scenario as the mock's script: each call computed from the results the model saw so far. */
-function script(labels: string[]): ScriptEntry[] {
-  const seenOf = (request: MockRequest): Map<string, SeenResult> => {
-    const seen = new Map<string, SeenResult>();
-    for (const [i, r] of toolResults(request).entries()) seen.set(labels[i]!, r);
-    return seen;
-  };
-  const entries: ScriptEntry[] = SCENARIO.map((c) => {
-    const step = (request: MockRequest) => {
-      labels.push(c.label);
-      return { tool: `${PREFIX}${c.tool}`, input: c.args(seenOf(request)) };
-    };
-    if (!c.again) return step;
-    let asked = false;
-    return {
-      poll(request: MockRequest) {
-        if (asked) {
-          const last = toolResults(request).at(-1)!;
-          if (!c.again!(last)) return null;
-        }
-        asked = true;
-        return step(request);
-      },
-    };
-  });
-  return [...entries, { say: FINAL_WORDS }];
-}
+/** The scenario as the mock's script, ending with the model's last words. */
+const script = (labels: string[]): ScriptEntry[] => [
+  ...scenarioScript(labels, toolResults, (tool, input) => ({ tool: `${PREFIX}${tool}`, input })),
+  { say: FINAL_WORDS },
+];
 
 describe.skipIf(!CLAUDE_PRESENT)("Claude Code as the MCP host", () => {
   let env: BridgeEnv;
@@ -78,28 +39,18 @@ describe.skipIf(!CLAUDE_PRESENT)("Claude Code as the MCP host", () => {
   const labels: string[] = [];
   let connectOut = "";
   let output: Record<string, unknown> = {};
-  let listed: { name: string; inputSchema: unknown }[] = [];
-  const seen = new Map<string, SeenResult>();
+  let listed: ListedTool[] = [];
+  let seen = new Map<string, SeenResult>();
   let seenInOrder: SeenResult[] = [];
 
   beforeAll(async () => {
-    env = bridgeEnv();
-    bridge = await startBridgeProcess(env);
     // the schemas the server itself lists, to compare with what the host shows the model
-    const direct = await startStdio(env.configPath);
-    listed = (await direct.client.listTools()).tools as typeof listed;
-    await direct.close();
+    ({ env, bridge, listed } = await startScenarioServer());
 
     mock = startMockAnthropic(script(labels));
-    const made = claudeHome();
-    home = made.home;
-    const hostEnv = {
-      ...claudeOfflineEnv(mock, made.home, made.configDir),
-      // Claude Code defers MCP tools behind its ToolSearch tool by default (docs/hosts.md); listed up
-      // front, the request shows the schemas it sends the model
-      ENABLE_TOOL_SEARCH: "false",
-      PATH: `${join(REPO_ROOT, "node_modules", ".bin")}:${process.env["PATH"]}`,
-    };
+    const host = claudeHostEnv(mock);
+    home = host.home;
+    const hostEnv = host.env;
     // the setup docs/hosts.md gives, applied by serverfs itself through `claude mcp add`
     const printed = await runCli(["connect", "claude-code", "--config", env.configPath], { env: hostEnv });
     expect(printed.stdout).toContain(`claude -p --allowedTools ${ALLOW} `);
@@ -107,29 +58,19 @@ describe.skipIf(!CLAUDE_PRESENT)("Claude Code as the MCP host", () => {
     connectOut = connected.stdout + connected.stderr;
     expect(connected.code).toBe(0);
 
-    const proc = Bun.spawn([CLAUDE_BIN, "-p", "--allowedTools", ALLOW, "--output-format", "json", "use the serverfs tools"], {
+    const { stdout, stderr, code } = await runToEnd([CLAUDE_BIN, "-p", "--allowedTools", ALLOW, "--output-format", "json", "use the serverfs tools"], {
       cwd: env.workspace,
-      env: { ...process.env, ...hostEnv },
-      stdin: "ignore",
-      stdout: "pipe",
-      stderr: "pipe",
+      env: hostEnv,
+      killAfterMs: RUN_MS,
     });
-    const timer = setTimeout(() => proc.kill("SIGKILL"), RUN_MS);
-    const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-    clearTimeout(timer);
     if (code !== 0) throw new Error(`claude -p exited ${code}: ${stderr.slice(0, 2000)} ${stdout.slice(0, 2000)}`);
     output = JSON.parse(stdout) as Record<string, unknown>;
     const last = mock.requests.at(-1)!;
     seenInOrder = toolResults(last);
-    for (const [i, r] of seenInOrder.entries()) seen.set(labels[i]!, r);
+    seen = seenByLabel(labels, seenInOrder);
   }, RUN_MS + 30_000);
 
-  afterAll(async () => {
-    await bridge?.stop();
-    mock?.stop();
-    env?.dir.remove();
-    if (home) rmSync(home, { recursive: true, force: true });
-  });
+  afterAll(() => stopHostRun({ bridge, mock, env, home }));
 
   test("serverfs connect printed the --allowedTools the run uses and registered the server through claude mcp add", () => {
     expect(connectOut).toContain("added serverfs to Claude Code (user scope)");

@@ -9,14 +9,14 @@
  * received. Without the CLI the file is skipped loudly, except under CI=true, where that is a failure.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync, rmSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { CODEX_BIN, CODEX_PRESENT, CODEX_VERSION, cliMissing, codexHome } from "../fixtures/agent-stack.ts";
+import { CODEX_BIN, CODEX_PRESENT, CODEX_VERSION, cliMissing, codexHome, stopHostRun } from "../fixtures/agent-stack.ts";
 import { type MockOpenAI, type MockRequest, type ScriptEntry, startMockOpenAI } from "../fixtures/mock-openai.ts";
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, startBridgeProcess } from "../helpers/bridge.ts";
-import { CODE_PATTERN, startStdio } from "../helpers/mcp-client.ts";
-import { runCli } from "../helpers/process.ts";
-import { FILESYSTEM_TOOLS, FINAL_WORDS, SCENARIO, type SeenResult } from "./scenario.ts";
+import { CODE_PATTERN } from "../helpers/mcp-client.ts";
+import { runCli, runToEnd } from "../helpers/process.ts";
+import { FILESYSTEM_TOOLS, FINAL_WORDS, type ListedTool, SCENARIO, type SeenResult, scenarioScript, seenByLabel, startScenarioServer } from "./scenario.ts";
 import { expectScenarioResults } from "./scenario-checks.ts";
 
 if (!CODEX_PRESENT) cliMissing("Codex", CODEX_BIN, `npm install --no-save @openai/codex@${CODEX_VERSION}`);
@@ -48,29 +48,12 @@ function toolResults(request: MockRequest): SeenResult[] {
     });
 }
 
-function script(labels: string[]): ScriptEntry[] {
-  const seenOf = (request: MockRequest): Map<string, SeenResult> => {
-    const seen = new Map<string, SeenResult>();
-    for (const [i, r] of toolResults(request).entries()) seen.set(labels[i]!, r);
-    return seen;
-  };
-  const entries: ScriptEntry[] = SCENARIO.map((c) => {
-    const step = (request: MockRequest) => {
-      labels.push(c.label);
-      return { call: c.tool, namespace: NAMESPACE, args: c.args(seenOf(request)) };
-    };
-    if (!c.again) return step;
-    let asked = false;
-    return {
-      poll(request: MockRequest) {
-        if (asked && !c.again!(toolResults(request).at(-1)!)) return null;
-        asked = true;
-        return step(request);
-      },
-    };
-  });
-  return [{ toolSearch: "serverfs workdir file agent task", limit: 50 }, ...entries, { say: FINAL_WORDS }];
-}
+/** The scenario as the mock's script: a tool search first, as a real model does, and the model's last words at the end. */
+const script = (labels: string[]): ScriptEntry[] => [
+  { toolSearch: "serverfs workdir file agent task", limit: 50 },
+  ...scenarioScript(labels, toolResults, (tool, args) => ({ call: tool, namespace: NAMESPACE, args })),
+  { say: FINAL_WORDS },
+];
 
 /** `schema` without the keywords Codex drops, at every depth. */
 function withoutDropped(schema: unknown): unknown {
@@ -85,16 +68,11 @@ function withoutDropped(schema: unknown): unknown {
 
 /** One `codex exec` turn in `cwd`; its final message. */
 async function codexExec(home: string, cwd: string): Promise<string> {
-  const proc = Bun.spawn([CODEX_BIN, "exec", "--skip-git-repo-check", "use the serverfs tools"], {
+  const { stdout, stderr, code } = await runToEnd([CODEX_BIN, "exec", "--skip-git-repo-check", "use the serverfs tools"], {
     cwd,
-    env: { ...process.env, CODEX_HOME: home, MOCK_API_KEY: "mock-key" },
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
+    env: { CODEX_HOME: home, MOCK_API_KEY: "mock-key" },
+    killAfterMs: RUN_MS,
   });
-  const timer = setTimeout(() => proc.kill("SIGKILL"), RUN_MS);
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  clearTimeout(timer);
   if (code !== 0) throw new Error(`codex exec exited ${code}: ${stderr.slice(-2000)}`);
   return stdout.trim();
 }
@@ -107,16 +85,12 @@ describe.skipIf(!CODEX_PRESENT)("Codex (codex exec) as the MCP host", () => {
   const labels: string[] = [];
   let connectOut = "";
   let finalText = "";
-  let listed: { name: string; inputSchema: unknown }[] = [];
-  const seen = new Map<string, SeenResult>();
+  let listed: ListedTool[] = [];
+  let seen = new Map<string, SeenResult>();
   let seenInOrder: SeenResult[] = [];
 
   beforeAll(async () => {
-    env = bridgeEnv();
-    bridge = await startBridgeProcess(env);
-    const direct = await startStdio(env.configPath);
-    listed = (await direct.client.listTools()).tools as typeof listed;
-    await direct.close();
+    ({ env, bridge, listed } = await startScenarioServer());
 
     mock = startMockOpenAI();
     mock.script(...script(labels));
@@ -128,15 +102,10 @@ describe.skipIf(!CODEX_PRESENT)("Codex (codex exec) as the MCP host", () => {
 
     finalText = await codexExec(home, env.workspace);
     seenInOrder = toolResults(mock.requests.at(-1)!);
-    for (const [i, r] of seenInOrder.entries()) seen.set(labels[i]!, r);
+    seen = seenByLabel(labels, seenInOrder);
   }, RUN_MS + 30_000);
 
-  afterAll(async () => {
-    await bridge?.stop();
-    mock?.stop();
-    env?.dir.remove();
-    if (home) rmSync(home, { recursive: true, force: true });
-  });
+  afterAll(() => stopHostRun({ bridge, mock, env, home }));
 
   test("serverfs connect appended the server with auto-approval and kept the provider config", () => {
     expect(connectOut).toContain("added [mcp_servers.serverfs]");
@@ -194,10 +163,7 @@ describe.skipIf(!CODEX_PRESENT)("Codex without --auto-approve", () => {
         const listed = await call<{ tasks: unknown[] }>(env.socketPath, "task.list", {});
         expect(listed.tasks).toEqual([]);
       } finally {
-        await bridge.stop();
-        mock.stop();
-        env.dir.remove();
-        rmSync(home, { recursive: true, force: true });
+        await stopHostRun({ bridge, mock, env, home });
       }
     },
     RUN_MS + 30_000,

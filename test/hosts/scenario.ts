@@ -8,6 +8,8 @@
  */
 
 import { HOST_INLINE_CHUNK_BYTES } from "../../src/main/mcp/agent/proxy-tools.ts";
+import { type BridgeEnv, type BridgeProcess, bridgeEnv, startBridgeProcess } from "../helpers/bridge.ts";
+import { startStdio } from "../helpers/mcp-client.ts";
 
 /** What the host showed the model for one call: the tool's text and whether the host marked it an error. */
 export interface SeenResult {
@@ -39,6 +41,18 @@ const json = (seen: Map<string, SeenResult>, label: string): Record<string, unkn
 
 const fixed = (args: Record<string, unknown>) => (): Record<string, unknown> => args;
 
+/** An edit of the note, with the revision create_text_file returned. */
+const edit = (label: string, oldText: string, newText: string): ScenarioCall => ({
+  label,
+  tool: "edit_text_file",
+  args: (seen) => ({
+    workdir: "repo",
+    path: "made/note.txt",
+    expected_revision: json(seen, "create_text_file")["revision"],
+    edits: [{ old_text: oldText, new_text: newText }],
+  }),
+});
+
 const TERMINAL = new Set(["succeeded", "failed", "cancelled", "interrupted"]);
 
 export const SCENARIO: ScenarioCall[] = [
@@ -51,27 +65,9 @@ export const SCENARIO: ScenarioCall[] = [
   { label: "read_missing", tool: "read_text_file", args: fixed({ workdir: "repo", path: "no-such-file.txt" }) },
   { label: "create_directory", tool: "create_directory", args: fixed({ workdir: "repo", path: "made" }) },
   { label: "create_text_file", tool: "create_text_file", args: fixed({ workdir: "repo", path: "made/note.txt", content: "first line\n" }) },
-  {
-    label: "edit_text_file",
-    tool: "edit_text_file",
-    args: (seen) => ({
-      workdir: "repo",
-      path: "made/note.txt",
-      expected_revision: json(seen, "create_text_file")["revision"],
-      edits: [{ old_text: "first", new_text: "edited" }],
-    }),
-  },
-  {
-    // the revision the file had before the edit: the server must refuse it
-    label: "edit_stale",
-    tool: "edit_text_file",
-    args: (seen) => ({
-      workdir: "repo",
-      path: "made/note.txt",
-      expected_revision: json(seen, "create_text_file")["revision"],
-      edits: [{ old_text: "edited", new_text: "lost" }],
-    }),
-  },
+  edit("edit_text_file", "first", "edited"),
+  // the revision the file had before the edit: the server must refuse it
+  edit("edit_stale", "edited", "lost"),
   {
     label: "delete_file",
     tool: "delete_file",
@@ -102,6 +98,60 @@ export const SCENARIO: ScenarioCall[] = [
     args: (seen) => ({ task_id: json(seen, "submit_agent_task")["task_id"], max_bytes: RESULT_CHUNK }),
   },
 ];
+
+/** A tool as the server lists it. */
+export interface ListedTool {
+  name: string;
+  inputSchema: unknown;
+}
+
+/**
+ * A real `serverfs bridge` on a fresh BridgeEnv for a host to carry the scenario against, and the tools
+ * a `serverfs mcp` of that config lists when asked directly: what the host must show the model.
+ */
+export async function startScenarioServer(): Promise<{ env: BridgeEnv; bridge: BridgeProcess; listed: ListedTool[] }> {
+  const env = bridgeEnv();
+  const bridge = await startBridgeProcess(env);
+  const direct = await startStdio(env.configPath);
+  const listed = (await direct.client.listTools()).tools as ListedTool[];
+  await direct.close();
+  return { env, bridge, listed };
+}
+
+/** The results a host showed the model, by the label of the call each answers (the calls in `labels` order). */
+export function seenByLabel(labels: string[], results: SeenResult[]): Map<string, SeenResult> {
+  const seen = new Map<string, SeenResult>();
+  for (const [i, r] of results.entries()) seen.set(labels[i]!, r);
+  return seen;
+}
+
+/**
+ * The scenario as a host mock's script entries (the caller adds what comes before and after): each call
+ * is computed from what `resultsOf` reads of the request the mock answers, turned into the host's wire
+ * format by `step`, and its label pushed to `labels` when it is made.
+ */
+export function scenarioScript<Request, Step>(
+  labels: string[],
+  resultsOf: (request: Request) => SeenResult[],
+  step: (tool: string, args: Record<string, unknown>) => Step,
+): (((request: Request) => Step) | { poll: (request: Request) => Step | null })[] {
+  return SCENARIO.map((c) => {
+    const make = (request: Request) => {
+      labels.push(c.label);
+      return step(c.tool, c.args(seenByLabel(labels, resultsOf(request))));
+    };
+    const again = c.again;
+    if (!again) return make;
+    let asked = false;
+    return {
+      poll(request: Request) {
+        if (asked && !again(resultsOf(request).at(-1)!)) return null;
+        asked = true;
+        return make(request);
+      },
+    };
+  });
+}
 
 /** The filesystem tools a default config lists (the binary tools are off unless configured). */
 export { FILESYSTEM_TOOLS } from "../helpers/tool-names.ts";

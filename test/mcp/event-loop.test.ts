@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { closeSync, openSync, readdirSync, truncateSync, writeSync } from "node:fs";
 import { errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
 import { holdsWithin } from "../helpers/poll.ts";
-import { startRaw } from "../helpers/raw-stdio.ts";
+import { closeWhileBusy, startRaw } from "../helpers/raw-stdio.ts";
 import { describeStall, measureStall } from "../helpers/stall.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
@@ -135,17 +135,9 @@ describe("stdin EOF ends the process within a second while a heavy call runs", (
   for (const [name, args] of calls) {
     test(name, async () => {
       const raw = await startRaw(config);
-      raw.callTool(1, name, args);
-      // list_workdirs is answered while the heavy call still runs (its answer not yet written).
-      raw.callTool(2, "list_workdirs", {});
-      await raw.answer(2);
-      expect(raw.answered.has(1)).toBe(false);
-      const closedAt = performance.now();
-      raw.proc.stdin.end();
-      const code = await Promise.race([raw.proc.exited, Bun.sleep(5000).then(() => "still running")]);
-      if (code === "still running") raw.proc.kill("SIGKILL");
+      const { code, ms } = await closeWhileBusy(raw, name, args);
       expect(code).toBe(0);
-      expect(performance.now() - closedAt).toBeLessThan(1000);
+      expect(ms).toBeLessThan(1000);
       // An abandoned call writes no answer.
       expect(raw.answered.has(1)).toBe(false);
     }, 20_000);

@@ -3,35 +3,20 @@
  * while a real Bridge runs and writes, 0600, never over an existing file; the CLI only.
  */
 import { Database } from "bun:sqlite";
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, isTerminalTask, startBridgeProcess, submitTask, waitForTask } from "../helpers/bridge.ts";
+import { bridgeEnv, call, isTerminalTask } from "../helpers/bridge.ts";
 import { runCli } from "../helpers/process.ts";
+import { useBridge } from "../helpers/use-bridge.ts";
 
-let env: BridgeEnv;
-let bridge: BridgeProcess;
-
-beforeAll(async () => {
-  env = bridgeEnv();
-  bridge = await startBridgeProcess(env);
-}, 30_000);
-
-afterAll(async () => {
-  await bridge?.stop();
-  env?.dir.remove();
-});
-
-const submitOk = async (prompt: string): Promise<string> => {
-  const r = await submitTask(env.socketPath, { prompt });
-  if (!r.ok) throw new Error(`submit failed: ${r.error?.code}`);
-  return String(r.result!["task_id"]);
-};
+const { env, submit, waitFor } = useBridge();
+const submitOk = (prompt: string) => submit({ prompt });
 
 describe("serverfs backup", () => {
   test("copies every finished task while the Bridge keeps writing; the copy is 0600 and whole", async () => {
     const done = await Promise.all(["complete: one", "complete: two", "complete: three"].map(submitOk));
-    for (const id of done) await waitForTask(env.socketPath, id, isTerminalTask);
+    for (const id of done) await waitFor(id, isTerminalTask);
     // the Bridge is busy writing events while the copy is taken
     const busy = await submitOk("events:300");
     const file = join(env.dir.path, "backup-1.sqlite3");
@@ -54,7 +39,7 @@ describe("serverfs backup", () => {
     } finally {
       copy.close();
     }
-    await waitForTask(env.socketPath, busy, isTerminalTask);
+    await waitFor(busy, isTerminalTask);
     // the Bridge never noticed
     expect((await call(env.socketPath, "task.get", { task_id: busy }))["status"]).toBe("succeeded");
   }, 30_000);

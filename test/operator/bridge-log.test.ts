@@ -10,7 +10,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { seedFinishedTasks } from "../../scripts/bench/lib/bridge-seed.ts";
-import { bridgeEnv, call, isTerminalTask, startBridgeProcess, waitForTask } from "../helpers/bridge.ts";
+import { bridgeEnv, call, isTerminalTask, startBridgeProcess, submitAccepted, waitForTask } from "../helpers/bridge.ts";
 import { createLegacyDb } from "../helpers/legacy-db.ts";
 
 const CANARY = "canary-prompt-text-7f3a";
@@ -26,8 +26,7 @@ async function session() {
   const env = bridgeEnv({ config: { server: { log_level: "info" } } });
   const bridge = await startBridgeProcess(env);
   try {
-    const submit = async (prompt: string) =>
-      (await call<{ task_id: string }>(env.socketPath, "task.submit", { runtime: "fake", workdir: "repo", path: "", profile: "review", prompt })).task_id;
+    const submit = (prompt: string) => submitAccepted(env.socketPath, { profile: "review", prompt });
     const done = await submit(`complete:${CANARY}`);
     await waitForTask(env.socketPath, done, isTerminalTask);
     const asked = await submit(`approval:echo ${CANARY}`);
@@ -96,14 +95,8 @@ describe("the Bridge's log at info", () => {
     const env = bridgeEnv({ config: { server: { log_level: "debug" } } });
     try {
       const bridge = await startBridgeProcess(env);
-      const r = await call<{ task_id: string }>(env.socketPath, "task.submit", {
-        runtime: "fake",
-        workdir: "repo",
-        path: "",
-        profile: "review",
-        prompt: `complete:${CANARY}`,
-      });
-      await waitForTask(env.socketPath, r.task_id, isTerminalTask);
+      const r = await submitAccepted(env.socketPath, { profile: "review", prompt: `complete:${CANARY}` });
+      await waitForTask(env.socketPath, r, isTerminalTask);
       await bridge.stop();
       const answered = parse(bridge.stderr()).filter((l) => l.event === "rpc_answered");
       expect(answered.find((l) => l["method"] === "task.submit")).toMatchObject({ level: "DEBUG", ok: true, ms: expect.any(Number) });

@@ -2,26 +2,16 @@
  * `serverfs doctor` (docs/cli.md): one `ok` / `warn` / `fail` line per check, exit 0 only
  * when nothing failed. The real CLI against a real Bridge process and real directories.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { chmodSync, mkdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, isTerminalTask, startBridgeProcess, waitForTask } from "../helpers/bridge.ts";
+import { type BridgeProcess, bridgeEnv, call, isTerminalTask, startBridgeProcess, submitAccepted, treeTables, waitForTask } from "../helpers/bridge.ts";
 import { runCli } from "../helpers/process.ts";
 import type { Table } from "../helpers/toml.ts";
+import { useBridge } from "../helpers/use-bridge.ts";
 import { writeConfig } from "../helpers/workspace.ts";
 
-let env: BridgeEnv;
-let bridge: BridgeProcess;
-
-beforeAll(async () => {
-  env = bridgeEnv();
-  bridge = await startBridgeProcess(env);
-}, 30_000);
-
-afterAll(async () => {
-  await bridge?.stop();
-  env?.dir.remove();
-});
+const { env, submit } = useBridge();
 
 interface Line {
   verdict: string;
@@ -44,17 +34,7 @@ async function doctor(configPath: string) {
 
 /** Another config file in the healthy env's tree: its keys as `patch` rewrites them. */
 function variantConfig(name: string, patch: (base: { bridge: Table; workdirs: Table[] }) => Table): string {
-  const base = {
-    bridge: {
-      enabled: true,
-      enable_fake_runtime: true,
-      socket_path: env.socketPath,
-      state_dir: env.stateDir,
-      lock_dir: env.lockDir,
-    },
-    workdirs: [{ slot: 1, alias: "repo", path: env.workspace, read_only: false, agent_mode: "workspace-write", agent_runtimes: ["fake"] }],
-  };
-  return writeConfig(env.dir.path, patch(base), name);
+  return writeConfig(env.dir.path, patch(treeTables(env)), name);
 }
 
 describe("doctor on a healthy setup", () => {
@@ -202,13 +182,7 @@ describe("doctor fail lines (exit 1)", () => {
 
 describe("doctor and guards, as the Bridge's recovery.list reports them", () => {
   test("a guard held by a task that is still running is only a warning", async () => {
-    const { task_id } = await call<{ task_id: string }>(env.socketPath, "task.submit", {
-      runtime: "fake",
-      workdir: "repo",
-      path: "",
-      profile: "workspace-write",
-      prompt: "wait:",
-    });
+    const task_id = await submit({ profile: "workspace-write", prompt: "wait:" });
     try {
       await waitForTask(env.socketPath, task_id, (t) => t["status"] === "running");
       const r = await doctor(env.configPath);
@@ -232,13 +206,7 @@ describe("doctor and guards, as the Bridge's recovery.list reports them", () => 
     try {
       const first = await startBridgeProcess(crashed);
       // spawn: leaves a grandchild in the provider's group, so the group outlives the killed Bridge
-      const { task_id } = await call<{ task_id: string }>(crashed.socketPath, "task.submit", {
-        runtime: "fake",
-        workdir: "repo",
-        path: "",
-        profile: "workspace-write",
-        prompt: "spawn:60",
-      });
+      const task_id = await submitAccepted(crashed.socketPath, { profile: "workspace-write", prompt: "spawn:60" });
       await waitForTask(crashed.socketPath, task_id, (t) => t["status"] === "running");
       pgid = (JSON.parse(readFileSync(join(crashed.lockDir, "active", "01"), "utf8")) as { provider_pgid: number | null }).provider_pgid;
       await first.stop("SIGKILL");

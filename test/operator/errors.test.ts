@@ -69,6 +69,14 @@ describe("the config file", () => {
 });
 
 describe("the state directory", () => {
+  /** `serverfs bridge` on `state`, with its socket and locks beside the config `NAME.toml`; it must exit 1. */
+  const bridgeRefused = async (state: string, name: string) => {
+    const bridge = { enabled: true, state_dir: state, socket_path: join(dir.path, `${name}.sock`), lock_dir: join(dir.path, `${name}-locks`) };
+    const r = await runCli(["bridge", "--config", writeConfig(dir.path, { bridge }, `${name}.toml`)]);
+    expect(r.code).toBe(1);
+    return r;
+  };
+
   test("on a read-only mount: the directory, the reason and the fix, never a raw EROFS", async () => {
     const mnt = dir.dir("ro");
     const mounted = Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0755", "tmpfs", mnt]);
@@ -80,13 +88,7 @@ describe("the state directory", () => {
       const state = join(mnt, "state");
       mkdirSync(state, { mode: 0o755 });
       expect(Bun.spawnSync(["mount", "-o", "remount,ro", mnt]).exitCode).toBe(0);
-      const config = writeConfig(
-        dir.path,
-        { bridge: { enabled: true, state_dir: state, socket_path: join(dir.path, "ro.sock"), lock_dir: join(dir.path, "ro-locks") } },
-        "ro.toml",
-      );
-      const r = await runCli(["bridge", "--config", config]);
-      expect(r.code).toBe(1);
+      const r = await bridgeRefused(state, "ro");
       expect(r.stderr).toBe(
         `serverfs: STATE_DIR_UNSAFE: bridge.state_dir ${state}: the directory cannot be made private (mode 0700): read-only file system; it must be on a writable file system you own\n`,
       );
@@ -100,13 +102,7 @@ describe("the state directory", () => {
     const state = dir.dir("foreign-state");
     writeFileSync(join(state, "x"), "");
     Bun.spawnSync(["chown", "65534", state]);
-    const config = writeConfig(
-      dir.path,
-      { bridge: { enabled: true, state_dir: state, socket_path: join(dir.path, "f.sock"), lock_dir: join(dir.path, "f-locks") } },
-      "foreign.toml",
-    );
-    const r = await runCli(["bridge", "--config", config]);
-    expect(r.code).toBe(1);
+    const r = await bridgeRefused(state, "foreign");
     expect(r.stderr).toMatch(
       /^serverfs: STATE_DIR_UNSAFE: bridge\.state_dir .*foreign-state: the directory is owned by uid 65534, not by this user \(uid \d+\); chown it or choose another directory\n$/,
     );

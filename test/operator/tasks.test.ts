@@ -2,17 +2,18 @@
  * `serverfs tasks list|show|events|tail` (docs/cli.md; docs/bridge-rpc.md#methods task.list, task.get,
  * task.events): the real CLI against one real Bridge process, over its socket.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, isTerminalTask, rpc, startBridgeProcess, waitForTask } from "../helpers/bridge.ts";
+import { beforeAll, describe, expect, test } from "bun:test";
+import { bridgeEnv, call, isTerminalTask, rpc, waitForTask } from "../helpers/bridge.ts";
 import { poll } from "../helpers/poll.ts";
 import { runCli, spawnCli } from "../helpers/process.ts";
+import { useBridge } from "../helpers/use-bridge.ts";
 import { SERVERFS_SHELL } from "../helpers/workspace.ts";
 
 type Task = Record<string, unknown> & { task_id: string; status: string };
 type TaskEvent = { event_id: number; event_type: string; payload: Record<string, unknown> };
 
-let env: BridgeEnv;
-let bridge: BridgeProcess;
+const fixture = useBridge();
+const { env } = fixture;
 /** In submission order: complete, long, failed, events, pending approval. */
 let done: Task;
 let long: Task;
@@ -22,27 +23,17 @@ let pending: Task;
 
 const tasks = (...args: string[]) => runCli(["tasks", ...args, "--config", env.configPath]);
 
-async function submit(prompt: string, extra: Record<string, unknown> = {}): Promise<string> {
-  const r = await call<{ task_id: string }>(env.socketPath, "task.submit", { runtime: "fake", workdir: "repo", path: "", profile: "review", prompt, ...extra });
-  return r.task_id;
-}
+const submit = (prompt: string, extra: Record<string, unknown> = {}) => fixture.submit({ prompt, ...extra });
 
 const settle = async (id: string, until = isTerminalTask) => (await waitForTask(env.socketPath, id, until)) as Task;
 
 beforeAll(async () => {
-  env = bridgeEnv();
-  bridge = await startBridgeProcess(env);
   done = await settle(await submit("complete:first-answer", { correlation_id: "op-1" }));
   long = await settle(await submit("repeat:3000:ab"));
   failed = await settle(await submit("fail:boom"));
   chatty = await settle(await submit("events:3"));
   pending = await settle(await submit("approval:make build"), (t) => t["status"] === "waiting_for_approval");
 }, 60_000);
-
-afterAll(async () => {
-  await bridge?.stop();
-  env?.dir.remove();
-});
 
 const lines = (stdout: string) => stdout.split("\n").filter((l) => l !== "");
 
@@ -304,8 +295,8 @@ describe("tasks without a Bridge", () => {
 });
 
 describe("what tasks show and tail tell in each state", () => {
-  let own: BridgeEnv;
-  let ownBridge: BridgeProcess;
+  const ownFixture = useBridge();
+  const own = ownFixture.env;
   const ownTasks = (...args: string[]) => runCli(["tasks", ...args, "--config", own.configPath]);
   const resultLine = async (id: string) =>
     lines((await ownTasks("show", id)).stdout)
@@ -313,16 +304,7 @@ describe("what tasks show and tail tell in each state", () => {
       ?.slice(7)
       .trim();
 
-  beforeAll(async () => {
-    own = bridgeEnv();
-    ownBridge = await startBridgeProcess(own);
-  }, 30_000);
-  afterAll(async () => {
-    await ownBridge?.stop();
-    own?.dir.remove();
-  });
-  const ownSubmit = async (prompt: string) =>
-    (await call<{ task_id: string }>(own.socketPath, "task.submit", { runtime: "fake", workdir: "repo", path: "", profile: "review", prompt })).task_id;
+  const ownSubmit = (prompt: string) => ownFixture.submit({ prompt });
 
   test("result: cancelled, failed, running and spooled tasks each say what is true", async () => {
     const running = await ownSubmit("wait:");
@@ -369,12 +351,12 @@ describe("what tasks show and tail tell in each state", () => {
     };
     // the tail is following once its first event line is out; then the Bridge stops
     await poll(async () => (await more()) || /task\.started/.test(stdout), 10_000, "the tail's first event");
-    await ownBridge.stop();
+    await ownFixture.bridge().stop();
     while (!(await more()));
     expect(await proc.exited).toBe(1);
     const out = lines(stdout);
     expect(out.at(-1)).toMatch(new RegExp(`^task ${id} was (running|interrupted) when the Bridge went away \\(last event #\\d+\\)$`));
     expect(await stderr).toStartWith("serverfs: AGENT_BRIDGE_UNAVAILABLE: ");
-    ownBridge = await startBridgeProcess(own);
+    await ownFixture.restart();
   }, 40_000);
 });

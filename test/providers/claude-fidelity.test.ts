@@ -4,30 +4,31 @@
  * (test/fixtures/agent-stack.ts). Every approval and question is answered through the MCP Agent tools,
  * and the mock checks what reached the model (docs/agent-requests.md).
  */
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { eventually, type Json, ok } from "../e2e/support.ts";
-import { type AgentStack, CLAUDE_BIN, CLAUDE_PRESENT, cliMissing, startAgentStack } from "../fixtures/agent-stack.ts";
-import { type MockAnthropic, type MockStep, startMockAnthropic } from "../fixtures/mock-anthropic.ts";
+import {
+  type AgentStack,
+  CLAUDE_BIN,
+  CLAUDE_PRESENT,
+  cliMissing,
+  crashMidTurn,
+  declinedUnasked,
+  expireUnanswered,
+  stackPerTest,
+} from "../fixtures/agent-stack.ts";
+import { ASK_COLOUR, type MockAnthropic, type MockStep, startMockAnthropic } from "../fixtures/mock-anthropic.ts";
 import { markedProcesses, recordedMark } from "../helpers/bridge.ts";
 import type { Table } from "../helpers/toml.ts";
 
 if (!CLAUDE_PRESENT) cliMissing("Claude Code", CLAUDE_BIN, "npm install --no-save @anthropic-ai/claude-code@2.1.332");
 
-const stacks: AgentStack[] = [];
-const mocks: MockAnthropic[] = [];
-afterEach(async () => {
-  for (const s of stacks.splice(0)) await s.stop();
-  for (const m of mocks.splice(0)) m.stop();
-});
+const startStack = stackPerTest();
 
 async function stack(steps: MockStep[], lifecycle?: Table): Promise<{ s: AgentStack; mock: MockAnthropic }> {
   const mock = startMockAnthropic(steps);
-  mocks.push(mock);
-  const s = await startAgentStack({ runtime: "claude", mock, ...(lifecycle ? { lifecycle } : {}) });
-  stacks.push(s);
-  return { s, mock };
+  return { s: await startStack({ runtime: "claude", mock, ...(lifecycle ? { lifecycle } : {}) }), mock };
 }
 
 /** The tool results the model was shown in the latest request: their text and error flag. */
@@ -170,23 +171,7 @@ describe.skipIf(!CLAUDE_PRESENT)("claude questions through the Bridge and MCP", 
   test(
     "AskUserQuestion with options and free text: the answer reaches the model",
     async () => {
-      const ask: MockStep = {
-        tool: "AskUserQuestion",
-        input: {
-          questions: [
-            {
-              question: "Which colour?",
-              header: "Colour",
-              options: [
-                { label: "red", description: "warm" },
-                { label: "blue", description: "cool" },
-              ],
-              multiSelect: false,
-            },
-          ],
-        },
-      };
-      const { s, mock } = await stack([ask, { say: "blue it is" }]);
+      const { s, mock } = await stack([ASK_COLOUR, { say: "blue it is" }]);
       const taskId = await s.submit({ prompt: "ask me" });
       const request = await s.pending(taskId);
       expect(request).toMatchObject({ kind: "question" });
@@ -255,12 +240,7 @@ describe.skipIf(!CLAUDE_PRESENT)("claude: what the Bridge declines on its own, a
       expect(await s.finishOrAsk(taskId)).toMatchObject({ status: "succeeded", final_response: "stayed inside", pending_request: null });
       expect(existsSync(outside)).toBe(false);
       const events = await s.events(taskId);
-      expect(events.map((e) => e["event_type"])).not.toContain("approval.requested");
-      expect(events.find((e) => e["event_type"] === "approval.auto_declined")?.["payload"]).toEqual({
-        category: "file_change",
-        title: "Change files",
-        reason: "outside_workdir",
-      });
+      expect(declinedUnasked(events)).toEqual([{ category: "file_change", title: "Change files", reason: "outside_workdir" }]);
       expect(toolResults(mock)).toContainEqual({ text: expect.stringContaining("Denied by the remote user"), isError: true });
     },
     RUN_MS,
@@ -277,8 +257,7 @@ describe.skipIf(!CLAUDE_PRESENT)("claude: what the Bridge declines on its own, a
       const taskId = await s.submit({ prompt: "read outside" });
       expect(await s.finishOrAsk(taskId)).toMatchObject({ status: "succeeded", final_response: "not read", pending_request: null });
       const events = await s.events(taskId);
-      expect(events.map((e) => e["event_type"])).not.toContain("approval.requested");
-      expect(events.filter((e) => e["event_type"] === "approval.auto_declined").map((e) => e["payload"])).toEqual([
+      expect(declinedUnasked(events)).toEqual([
         { category: "command", title: "Run a command", reason: "outside_workdir" },
         { category: "other", title: "Use a tool", reason: "outside_workdir" },
       ]);
@@ -341,10 +320,7 @@ describe.skipIf(!CLAUDE_PRESENT)("claude: steering, cancel mid-command, crash an
     "a provider crash mid-turn fails the task AGENT_PROVIDER_ERROR",
     async () => {
       const { s, mock } = await stack([{ hang: true }]);
-      const taskId = await s.submit({ prompt: "hang" });
-      await eventually(() => mock.requests.length === 1, 30_000);
-      const mark = recordedMark(s.env.stateDir, taskId);
-      for (const pid of markedProcesses(mark)) process.kill(Number(pid), "SIGKILL");
+      const taskId = await crashMidTurn(s, mock);
       expect(await s.finish(taskId)).toMatchObject({ status: "failed", error_code: "AGENT_PROVIDER_ERROR" });
     },
     RUN_MS,
@@ -356,12 +332,7 @@ describe.skipIf(!CLAUDE_PRESENT)("claude: steering, cancel mid-command, crash an
       const { s } = await stack([{ tool: "Bash", input: { command: "touch late.txt", description: "Create a file" } }, { say: "never" }], {
         interaction_timeout_seconds: 2,
       });
-      const taskId = await s.submit({ prompt: "ask and wait" });
-      const request = await s.pending(taskId);
-      const mark = recordedMark(s.env.stateDir, taskId);
-      expect(await s.finish(taskId)).toMatchObject({ status: "interrupted", error_code: "AGENT_INTERACTION_TIMED_OUT" });
-      expect(await s.respond(taskId, request, "approve_once")).toBe("REQUEST_STALE");
-      await eventually(() => markedProcesses(mark).length === 0, 30_000);
+      await expireUnanswered(s, await s.submit({ prompt: "ask and wait" }));
       expect(existsSync(join(s.workspace, "late.txt"))).toBe(false);
     },
     RUN_MS,

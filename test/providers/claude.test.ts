@@ -21,9 +21,10 @@ import type {
   RunHandle,
 } from "../../src/workers/providers/types.ts";
 import { CLAUDE_BIN, CLAUDE_PACKAGE, CLAUDE_PRESENT, claudeOfflineEnv, cliMissing, claudeHome as freshClaudeHome } from "../fixtures/agent-stack.ts";
-import { type MockAnthropic, type MockRequest, type MockStep, startMockAnthropic } from "../fixtures/mock-anthropic.ts";
+import { ASK_COLOUR, type MockAnthropic, type MockRequest, type MockStep, startMockAnthropic } from "../fixtures/mock-anthropic.ts";
 import { bridgeEnv, call, isTerminalTask, startBridgeProcess, waitForTask } from "../helpers/bridge.ts";
 import { poll } from "../helpers/poll.ts";
+import { singleQuestion } from "../helpers/questions.ts";
 import { REPO_ROOT, type TempDir, tempDir } from "../helpers/workspace.ts";
 
 const PACKAGE = CLAUDE_PACKAGE;
@@ -318,40 +319,14 @@ describe.skipIf(!PRESENT)("docs/runtimes.md claude: can_use_tool approvals", () 
   }, 40_000);
 
   test("AskUserQuestion is a question (q0, option ids = labels, free text) and the answer reaches the tool", async () => {
-    const ask: MockStep = {
-      tool: "AskUserQuestion",
-      input: {
-        questions: [
-          {
-            question: "Which colour?",
-            header: "Colour",
-            options: [
-              { label: "red", description: "warm" },
-              { label: "blue", description: "cool" },
-            ],
-            multiSelect: false,
-          },
-        ],
-      },
-    };
-    const s = setup([ask, { say: "blue it is" }]);
+    const s = setup([ASK_COLOUR, { say: "blue it is" }]);
     const r = run(s, "ask me", { answer: { answers: [{ question_id: "q0", selected_option_ids: ["blue"] }] } });
     expect(await r.outcome).toEqual({ kind: "final", text: "blue it is" });
     expect(r.questions).toEqual([
-      {
-        questions: [
-          {
-            question_id: "q0",
-            prompt: "Which colour?",
-            options: [
-              { option_id: "red", label: "red", description: "warm" },
-              { option_id: "blue", label: "blue", description: "cool" },
-            ],
-            multi_select: false,
-            allow_free_text: true,
-          },
-        ],
-      },
+      singleQuestion("q0", "Which colour?", [
+        { option_id: "red", label: "red", description: "warm" },
+        { option_id: "blue", label: "blue", description: "cool" },
+      ]),
     ]);
     expect(r.approvals).toHaveLength(0);
     const seen = transcript(s.mock.requests[1]!.messages).map((t) => t.text);

@@ -9,7 +9,16 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { eventually, type Json, ok } from "../e2e/support.ts";
-import { type AgentStack, CODEX_BIN, CODEX_PRESENT, cliMissing, startAgentStack } from "../fixtures/agent-stack.ts";
+import {
+  type AgentStack,
+  CODEX_BIN,
+  CODEX_PRESENT,
+  cliMissing,
+  crashMidTurn,
+  declinedUnasked,
+  expireUnanswered,
+  stackPerTest,
+} from "../fixtures/agent-stack.ts";
 import { type MockOpenAI, type MockStep, startMockOpenAI } from "../fixtures/mock-openai.ts";
 import { scriptedAppServerBin } from "../fixtures/scripted-app-server.ts";
 import { markedProcesses, recordedMark } from "../helpers/bridge.ts";
@@ -19,21 +28,15 @@ import { type TempDir, tempDir } from "../helpers/workspace.ts";
 
 if (!CODEX_PRESENT) cliMissing("Codex", CODEX_BIN, "npm install --no-save @openai/codex@0.171.0");
 
-const stacks: AgentStack[] = [];
-const mocks: MockOpenAI[] = [];
+const startStack = stackPerTest();
 const cleanupDirs: TempDir[] = [];
-afterEach(async () => {
-  for (const s of stacks.splice(0)) await s.stop();
-  for (const m of mocks.splice(0)) m.stop();
+afterEach(() => {
   for (const d of cleanupDirs.splice(0)) d.remove();
 });
 
 async function stack(steps: MockStep[], runtimeConfig: Table = {}, lifecycle?: Table): Promise<{ s: AgentStack; mock: MockOpenAI }> {
   const mock = startMockOpenAI(steps);
-  mocks.push(mock);
-  const s = await startAgentStack({ runtime: "codex", mock, runtimeConfig, ...(lifecycle ? { lifecycle } : {}) });
-  stacks.push(s);
-  return { s, mock };
+  return { s: await startStack({ runtime: "codex", mock, runtimeConfig, ...(lifecycle ? { lifecycle } : {}) }), mock };
 }
 
 const UNTRUSTED = { approval_policy: "untrusted" };
@@ -133,8 +136,7 @@ describe("item 1: an approval that still arrives for a review task is declined b
       replies: { "0": { decision: "decline" }, "1": { decision: "decline" }, "2": { permissions: {}, scope: "turn" } },
     });
     const events = await s.events(taskId);
-    expect(events.map((e) => e["event_type"])).not.toContain("approval.requested");
-    expect(events.filter((e) => e["event_type"] === "approval.auto_declined").map((e) => e["payload"])).toEqual([
+    expect(declinedUnasked(events)).toEqual([
       { category: "command", title: "Run a command", reason: "review_task" },
       { category: "file_change", title: "Apply file changes", reason: "review_task" },
       { category: "provider_permission", title: "Grant additional permissions", reason: "review_task" },
@@ -305,12 +307,7 @@ describe.skipIf(!CODEX_PRESENT)("permission requests, and requests naming a path
     const task = await s.finishOrAsk(taskId);
     expect(task).toMatchObject({ status: "succeeded", final_response: "declined", pending_request: null });
     const events = await s.events(taskId);
-    expect(events.map((e) => e["event_type"])).not.toContain("approval.requested");
-    expect(events.find((e) => e["event_type"] === "approval.auto_declined")?.["payload"]).toEqual({
-      category: "provider_permission",
-      title: expect.any(String),
-      reason: "outside_workdir",
-    });
+    expect(declinedUnasked(events)).toEqual([{ category: "provider_permission", title: expect.any(String), reason: "outside_workdir" }]);
     expect(JSON.parse(mock.toolOutput("call_0")!)).toMatchObject({ permissions: { file_system: null } });
   }, 60_000);
 
@@ -322,12 +319,7 @@ describe.skipIf(!CODEX_PRESENT)("permission requests, and requests naming a path
     expect(await s.finishOrAsk(taskId)).toMatchObject({ status: "succeeded", final_response: "stayed inside", pending_request: null });
     expect(existsSync(outside)).toBe(false);
     const events = await s.events(taskId);
-    expect(events.map((e) => e["event_type"])).not.toContain("approval.requested");
-    expect(events.find((e) => e["event_type"] === "approval.auto_declined")?.["payload"]).toEqual({
-      category: "file_change",
-      title: "Apply file changes",
-      reason: "outside_workdir",
-    });
+    expect(declinedUnasked(events)).toEqual([{ category: "file_change", title: "Apply file changes", reason: "outside_workdir" }]);
     expect(mock.toolOutput("call_0")).toMatch(/rejected by user/);
   }, 60_000);
 });
@@ -513,20 +505,12 @@ describe.skipIf(!CODEX_PRESENT)("item 9: every human-in-the-loop path of Codex t
 
   test("an approval nobody answers expires: the task is interrupted AGENT_INTERACTION_TIMED_OUT and the provider stopped", async () => {
     const { s } = await stack([{ exec: "echo late" }, done("never")], UNTRUSTED, { interaction_timeout_seconds: 2 });
-    const taskId = await s.submit({ prompt: "ask and wait" });
-    const request = await s.pending(taskId);
-    const mark = recordedMark(s.env.stateDir, taskId);
-    expect(await s.finish(taskId)).toMatchObject({ status: "interrupted", error_code: "AGENT_INTERACTION_TIMED_OUT" });
-    expect(await s.respond(taskId, request, "approve_once")).toBe("REQUEST_STALE");
-    await eventually(() => markedProcesses(mark).length === 0, 30_000);
+    await expireUnanswered(s, await s.submit({ prompt: "ask and wait" }));
   }, 60_000);
 
   test("a provider crash mid-turn fails the task AGENT_PROVIDER_ERROR", async () => {
     const { s, mock } = await stack([{ hang: true }]);
-    const taskId = await s.submit({ prompt: "hang" });
-    await eventually(() => mock.requests.length === 1, 30_000);
-    const mark = recordedMark(s.env.stateDir, taskId);
-    for (const pid of markedProcesses(mark)) process.kill(Number(pid), "SIGKILL");
+    const taskId = await crashMidTurn(s, mock);
     expect(await s.finish(taskId)).toMatchObject({ status: "failed", error_code: "AGENT_PROVIDER_ERROR" });
   }, 60_000);
 });

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { canonicalJson } from "../../src/shared/canonical-json.ts";
 import { buildManifest, type ManifestInput, policySha256 } from "../../src/shared/manifest.ts";
+import { DEFAULT_MANIFEST_LIMITS } from "../helpers/contract-shapes.ts";
 
 const SPEC_POLICY_EXAMPLE = '{"agent_mode":"workspace-write","agent_runtimes":["claude","codex"],"alias":"repo","read_only":false,"slot":1}';
 const sha = (s: string) => createHash("sha256").update(s, "utf8").digest("hex");
@@ -47,21 +48,7 @@ describe("manifest fields", () => {
       runtime: { name: "codex", version: "0.46.0", in_flight_recovery: "session-resume" },
       workspace: { alias: "repo", slot: 1, relative_cwd: "src/lib", profile: "workspace-write" },
       policy: { read_only: false, agent_mode: "workspace-write", policy_sha256: sha(SPEC_POLICY_EXAMPLE) },
-      limits: {
-        max_prompt_bytes: 65_536,
-        max_message_bytes: 65_536,
-        max_interaction_bytes: 65_536,
-        max_event_bytes: 65_536,
-        max_events_per_task: 10_000,
-        max_final_response_bytes: 262_144,
-        max_spooled_result_bytes: 8_388_608,
-        result_preview_bytes: 65_536,
-        max_result_chunk_bytes: 65_536,
-        max_active_tasks: 4,
-        task_timeout_seconds: 86_400,
-        interaction_timeout_seconds: 0,
-        retention_hours: 168,
-      },
+      limits: DEFAULT_MANIFEST_LIMITS,
       advisor: { enabled: false, preflight_status: "disabled" },
       continuation: { from_task_id: "agt_0123456789abcdef01234567" },
       correlation_id: "ticket-42",

@@ -1,16 +1,11 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { AuditLog } from "../../src/shared/audit.ts";
 import { isServerFsError } from "../../src/shared/errors.ts";
 import { type EventInput, Store } from "../../src/shared/store/index.ts";
-import { insert, openStore, running, type StoreFixture } from "./store-fixtures.ts";
+import { insert, running, useStore } from "./store-fixtures.ts";
 
-let fx: StoreFixture;
-let store: Store;
-beforeAll(() => {
-  fx = openStore();
-  store = fx.store;
-});
-afterAll(() => fx.close());
+const fx = useStore();
+const { store } = fx;
 
 /** A payload whose compact JSON is exactly `bytes` bytes long. */
 const payloadOf = (bytes: number) => ({ t: "x".repeat(bytes - '{"t":""}'.length) });

@@ -1,6 +1,8 @@
 /** Shared pieces of the store suites: a migrated store in a fresh temp state_dir and task rows. */
+import { afterAll } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
+import { isServerFsError } from "../../src/shared/errors.ts";
 import { buildManifest } from "../../src/shared/manifest.ts";
 import { type NewTask, Store } from "../../src/shared/store/index.ts";
 import { type TempDir, tempDir } from "../helpers/workspace.ts";
@@ -31,6 +33,24 @@ export function openStore(): StoreFixture {
       dir.remove();
     },
   };
+}
+
+/** `openStore()` for a whole test file (or describe block), closed and removed after its tests. */
+export function useStore(): StoreFixture {
+  const fx = openStore();
+  afterAll(() => fx.close());
+  return fx;
+}
+
+/** The code of the ServerFsError `fn` throws (undefined when it returns); any other error is rethrown. */
+export function codeOf(fn: () => unknown): string | undefined {
+  try {
+    fn();
+  } catch (e) {
+    if (isServerFsError(e)) return e.code;
+    throw e;
+  }
+  return undefined;
 }
 
 export function newTask(overrides: Partial<NewTask> = {}): NewTask {

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { Store } from "../../src/shared/store/index.ts";
-import { V06_SCHEMA } from "../helpers/legacy-db.ts";
+import { V06_SCHEMA, V07_NEW_TASK_COLUMNS } from "../helpers/legacy-db.ts";
 import { type TempDir, tempDir } from "../helpers/workspace.ts";
 import { insert } from "./store-fixtures.ts";
 
@@ -141,21 +141,6 @@ function snapshot(stateDir: string) {
 
 const migrate = (stateDir: string) => Store.open(stateDir, { migrate: true }).close();
 
-const NEW_TASK_COLUMNS = [
-  "deadline_at",
-  "correlation_id",
-  "result_storage",
-  "result_size_bytes",
-  "result_sha256",
-  "manifest_json",
-  "manifest_sha256",
-  "event_count",
-  "idempotency_key",
-  "request_fingerprint",
-  "provider_pgid",
-  "provider_start_time",
-  "provider_mark",
-];
 const FRESH_TASK_COLUMNS = [
   "task_id",
   "runtime",
@@ -259,7 +244,7 @@ describe("migration of a v0.6 file", () => {
     const after = snapshot(stateDir);
 
     expect(after.journalMode).toBe("wal");
-    expect(after.taskColumns).toEqual([...before.taskColumns, ...NEW_TASK_COLUMNS]);
+    expect(after.taskColumns).toEqual([...before.taskColumns, ...V07_NEW_TASK_COLUMNS]);
     expect(after.requestColumns).toEqual([...before.requestColumns, "expires_at"]);
     expect(namesOf(after.master, ["index", "trigger"])).toEqual(INDEXES_AND_TRIGGER);
 

@@ -1,15 +1,9 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { isServerFsError } from "../../src/shared/errors.ts";
+import { describe, expect, test } from "bun:test";
 import { type OpenRequestInput, type RequestKind, Store } from "../../src/shared/store/index.ts";
-import { insert, isoIn, openStore, requestId, running, type StoreFixture } from "./store-fixtures.ts";
+import { codeOf, insert, isoIn, openStore, requestId, running, useStore } from "./store-fixtures.ts";
 
-let fx: StoreFixture;
-let store: Store;
-beforeAll(() => {
-  fx = openStore();
-  store = fx.store;
-});
-afterAll(() => fx.close());
+const fx = useStore();
+const { store } = fx;
 
 const APPROVAL = { category: "command", title: "run the tests", available_decisions: [] };
 const QUESTION = {
@@ -17,16 +11,6 @@ const QUESTION = {
 };
 const APPROVE = { decision: "approve_once" as const, granted_permission_ids: [] };
 const ANSWER = { answers: [{ question_id: "q1", selected_option_ids: ["a"] }] };
-
-function codeOf(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (e) {
-    if (isServerFsError(e)) return e.code;
-    throw e;
-  }
-  return undefined;
-}
 
 function ask(taskId: string, kind: RequestKind = "approval", extra: Partial<OpenRequestInput> = {}) {
   const input: OpenRequestInput = {

@@ -1,28 +1,13 @@
 import { Database } from "bun:sqlite";
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { canonicalJson, sha256Hex } from "../../src/shared/canonical-json.ts";
-import { isServerFsError } from "../../src/shared/errors.ts";
 import { Store, TASK_STATUSES, type TaskStatus, TRANSITIONS, type TransitionOptions, type TransitionTarget } from "../../src/shared/store/index.ts";
-import { insert, isoIn, newTask, openStore, requestId, running, type StoreFixture } from "./store-fixtures.ts";
+import { TASK_OBJECT_FIELDS } from "../helpers/contract-shapes.ts";
+import { codeOf, insert, isoIn, newTask, openStore, requestId, running, useStore } from "./store-fixtures.ts";
 
-let fx: StoreFixture;
-let store: Store;
-beforeAll(() => {
-  fx = openStore();
-  store = fx.store;
-});
-afterAll(() => fx.close());
-
-function codeOf(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (e) {
-    if (isServerFsError(e)) return e.code;
-    throw e;
-  }
-  return undefined;
-}
+const fx = useStore();
+const { store } = fx;
 
 const ERROR = { code: "AGENT_PROVIDER_ERROR", message: "agent runtime failed" } as const;
 /** The options a target needs: an error exactly for failed / interrupted. */
@@ -98,16 +83,14 @@ describe("submission step 13.5 insert", () => {
 });
 
 describe("task.list and active listing", () => {
-  let own: StoreFixture;
+  const own = useStore();
   const ids: string[] = [];
   beforeAll(() => {
-    own = openStore();
     // three share one created_at, so the task_id tie-break decides among them
     const stamps = ["2026-01-01T00:00:01.000Z", "2026-01-01T00:00:02.000Z", "2026-01-01T00:00:02.000Z", "2026-01-01T00:00:02.000Z", "2026-01-01T00:00:03.000Z"];
     for (const created_at of stamps) ids.push(insert(own.store, { created_at }));
     own.store.transition(ids[4]!, "cancelled");
   });
-  afterAll(() => own.close());
   const newestFirst = () =>
     [...ids].sort((a, b) => {
       const ta = own.store.getTask(a)!.created_at;
@@ -345,39 +328,12 @@ describe("provider facts", () => {
 });
 
 describe("task object", () => {
-  const FIELDS = [
-    "task_id",
-    "runtime",
-    "workdir_alias",
-    "workdir_slot",
-    "relative_cwd",
-    "profile",
-    "status",
-    "created_at",
-    "updated_at",
-    "started_at",
-    "completed_at",
-    "deadline_at",
-    "continue_from_task_id",
-    "correlation_id",
-    "idempotency_key",
-    "final_response",
-    "final_response_truncated",
-    "result",
-    "manifest",
-    "manifest_sha256",
-    "error_code",
-    "error_message",
-    "pending_request_id",
-    "pending_request",
-  ];
-
   test("has exactly the task object fields and never native ids, provider fields or the fingerprint", () => {
     const row = newTask({ idempotency_key: "obj-key", request_fingerprint: "f".repeat(64), correlation_id: "corr" });
     store.insertTask(row, 1_000);
     store.recordProvider(row.task_id, { pgid: 77, startTime: 5, mark: "c".repeat(32), nativeSessionId: "sess-secret", nativeTurnId: "turn-secret" });
     const o = store.getTaskObject(row.task_id)!;
-    expect(Object.keys(o).sort()).toEqual([...FIELDS].sort());
+    expect(Object.keys(o).sort()).toEqual([...TASK_OBJECT_FIELDS].sort());
     const text = JSON.stringify(o);
     for (const hidden of ["sess-secret", "turn-secret", "f".repeat(64), "c".repeat(32), "provider_", "native_", "request_fingerprint"]) {
       expect(text).not.toContain(hidden);
