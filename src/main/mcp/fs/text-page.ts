@@ -5,10 +5,13 @@
  *
  * Reads are bounded before they scan (docs/reliability.md, "Hardening"): the first bytes are
  * checked for NUL before any line seek, a seek reads at most `max_scan_bytes` (past it:
- * SCAN_LIMIT_EXCEEDED), and every read is asynchronous, so a seek through a huge file neither
+ * SCAN_LIMIT_EXCEEDED), and the seek's reads are asynchronous, so a seek through a huge file neither
  * blocks the event loop nor outlives stdin EOF (it stops between chunks once the call is abandoned).
+ * The page itself (its head, then at most `max_read_bytes + 1` bytes) is read synchronously when it is
+ * at most SYNC_READ_BYTES: a copy of that size takes well under a millisecond, where each round trip
+ * through the thread pool cost tens of microseconds and made a small read twice as slow.
  */
-import { type BigIntStats, fstatSync, openSync, read } from "node:fs";
+import { type BigIntStats, fstatSync, openSync, read, readSync } from "node:fs";
 import { type ErrorCode, ServerFsError } from "../../../shared/errors.ts";
 import { at, closeQuietly, lstatAt, READ_FLAGS, withParent } from "../../../shared/fs/dir-handle.ts";
 import { osCode, osError } from "../../../shared/fs/os-errors.ts";
@@ -43,6 +46,8 @@ export interface TextPage {
 }
 
 const HEAD_BYTES = 1024;
+/** Reads up to this size are one synchronous copy; larger ones go through the thread pool. */
+const SYNC_READ_BYTES = 1 << 20;
 /** Small enough that counting the newlines of one chunk never holds the event loop for long. */
 const SEEK_CHUNK = 1 << 18;
 const NL = 0x0a;
@@ -67,6 +72,24 @@ async function readAt(fd: number, length: number, position: number, buf = Buffer
   let n = 0;
   while (n < length) {
     const got = await readInto(fd, buf, n, length - n, position + n);
+    if (got === 0) break;
+    n += got;
+  }
+  return buf.subarray(0, n);
+}
+
+/**
+ * A read of the page: up to `length` bytes at `position`, never past `size` (the file's size when the
+ * read began; a file that changes meanwhile fails the revision check after), so a small file is one
+ * read with no second one to find its end.
+ */
+async function readPart(fd: number, length: number, position: number, size: number): Promise<Buffer> {
+  const want = Math.max(0, Math.min(length, size - position));
+  if (want > SYNC_READ_BYTES) return readAt(fd, want, position);
+  const buf = Buffer.allocUnsafe(want);
+  let n = 0;
+  while (n < want) {
+    const got = readSync(fd, buf, n, want - n, position + n);
     if (got === 0) break;
     n += got;
   }
@@ -113,7 +136,8 @@ async function readOpenFile(fd: number, where: string, req: PageRequest): Promis
   requireFile(before, where);
   const changed = () => revisionOf(before) !== revisionOf(fstatSync(fd, { bigint: true }));
   const changedError = () => new ServerFsError("FILE_CHANGED_DURING_READ", `${where} changed while it was read`);
-  const head = await readAt(fd, HEAD_BYTES, 0);
+  const size = Number(before.size);
+  const head = await readPart(fd, HEAD_BYTES, 0, size);
   // The first bytes decide BINARY_FILE before any seek: a huge binary file is never scanned.
   if (head.includes(0)) throw changed() ? changedError() : new ServerFsError("BINARY_FILE", `${where} is a binary file`);
   const bodyStart = hasBom(head) ? 3 : 0;
@@ -123,8 +147,7 @@ async function readOpenFile(fd: number, where: string, req: PageRequest): Promis
     throw new ServerFsError("SCAN_LIMIT_EXCEEDED", `${where}: reaching line ${req.startLine} would read past max_scan_bytes`);
   }
   // One byte past the budget tells a line that does not fit from one that ends exactly at it.
-  const room = Math.max(0, Number(before.size) - (lineOffset ?? 0)) + 1;
-  const window = lineOffset === null ? Buffer.alloc(0) : await readAt(fd, Math.min(req.maxBytes + 1, room), lineOffset);
+  const window = lineOffset === null ? Buffer.alloc(0) : await readPart(fd, req.maxBytes + 1, lineOffset, size);
   const { end, lines } = fitLines(window, req.maxLines, req.maxBytes);
   const after = fstatSync(fd, { bigint: true });
 
