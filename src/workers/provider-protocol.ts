@@ -7,7 +7,7 @@ import type { LogLevelSetting } from "../shared/audit.ts";
 import type { Profile } from "../shared/config/schema.ts";
 import type { VerifiedStartDir } from "../shared/fs/start-directory.ts";
 import type { GroupVerdict } from "../shared/process-group.ts";
-import type { NativeFacts, Outcome } from "./providers/types.ts";
+import type { ApprovalResolution, NativeFacts, Outcome, QuestionResolution } from "./providers/types.ts";
 
 export type { NativeFacts };
 
@@ -27,8 +27,6 @@ export interface RunSpec {
   roots: string[];
 }
 
-export type InteractionKind = "approval" | "question";
-
 /**
  * A run's outcome as it crosses to the main thread: a final text travels as its redacted UTF-8 bytes in
  * a transferred buffer, so an 8 MiB result is encoded once and never copied again on its way to the
@@ -42,8 +40,10 @@ export interface ProviderHost {
   recorded(taskId: string, facts: NativeFacts): Promise<void>;
   /** A batch of provider events was committed for the task (wakes long polls). */
   eventsCommitted(taskId: string): void;
-  /** The provider asks a human; resolves with the resolution, rejects (as `{code,message}`) on expiry or refusal. */
-  interact(taskId: string, kind: InteractionKind, payload: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /** The provider asks a human for an approval; resolves with the checked reply, rejects (as `{code,message}`) on expiry or refusal. */
+  askApproval(taskId: string, payload: Record<string, unknown>): Promise<ApprovalResolution>;
+  /** The provider asks a human a question; as askApproval. */
+  askQuestion(taskId: string, payload: Record<string, unknown>): Promise<QuestionResolution>;
   /** The provider withdrew its pending request. */
   withdrawn(taskId: string): void;
   /** The run's single outcome (final text already redacted). */

@@ -143,9 +143,9 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
         batcher.push("approval.auto_declined", autoDeclinedEvent(redacted, "outside_workdir"));
         return Promise.resolve({ decision: "deny", granted_permission_ids: [] });
       }
-      return withHuman(() => host.interact(spec.taskId, "approval", redacted) as never);
+      return withHuman(() => host.askApproval(spec.taskId, redacted));
     },
-    askQuestion: (payload) => withHuman(() => host.interact(spec.taskId, "question", redactor.redactValue({ ...payload })) as never),
+    askQuestion: (payload) => withHuman(() => host.askQuestion(spec.taskId, redactor.redactValue({ ...payload }))),
     activity: () => {
       idle.touch();
       return batcher.backlog();

@@ -6,7 +6,14 @@
  */
 import type { Params } from "../../../shared/bridge-protocol/methods.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
-import { type ApprovalPayload, checkAnswers, checkApproval, type QuestionPayload } from "../../../shared/hitl-validation.ts";
+import {
+  type ApprovalPayload,
+  type ApprovalResolution,
+  checkAnswers,
+  checkApproval,
+  type QuestionPayload,
+  type QuestionResolution,
+} from "../../../shared/hitl-validation.ts";
 import { isRequestId, newRequestId } from "../../../shared/ids.ts";
 import type { Resolution } from "../../../shared/store/index.ts";
 import { addSecondsIso, earlierIso, nowIso } from "../../../shared/time.ts";
@@ -15,7 +22,18 @@ import { onExpiry } from "./expiry.ts";
 import type { LiveRun } from "./live-runs.ts";
 import { cancelTask } from "./steering.ts";
 
-export async function openInteraction(ctx: ServiceContext, run: LiveRun, kind: "approval" | "question", payload: Record<string, unknown>): Promise<Resolution> {
+/** The reply each kind of request resolves to. */
+interface Replies {
+  approval: ApprovalResolution;
+  question: QuestionResolution;
+}
+
+export async function openInteraction<K extends keyof Replies>(
+  ctx: ServiceContext,
+  run: LiveRun,
+  kind: K,
+  payload: Record<string, unknown>,
+): Promise<Replies[K]> {
   const task = ctx.store.getTask(run.taskId);
   if (!task?.deadline_at) throw new ServerFsError("INVALID_TASK_TRANSITION", "the task is not running");
   const timeout = ctx.lifecycle.interaction_timeout_seconds;
@@ -24,8 +42,9 @@ export async function openInteraction(ctx: ServiceContext, run: LiveRun, kind: "
   ctx.store.openRequest({ requestId, taskId: run.taskId, kind, payload, expiresAt });
   ctx.deps.audit.info("request_opened", { task_id: run.taskId, request_id: requestId, kind });
   ctx.waiters.notify(run.taskId);
-  return new Promise<Resolution>((resolve, reject) => {
-    run.interaction = { requestId, resolve, reject };
+  return new Promise<Replies[K]>((resolve, reject) => {
+    // respondApproval and answerQuestion check a reply against its request's kind before resolving it
+    run.interaction = { requestId, resolve: (r: Resolution) => resolve(r as Replies[K]), reject };
     ctx.expiries.arm(requestId, expiresAt, () => onExpiry(ctx, run.taskId, requestId));
   });
 }

@@ -87,7 +87,8 @@ function hostFor(ctx: ServiceContext, run: LiveRun, ws: Workspace): ProviderHost
       );
     },
     eventsCommitted: () => ctx.waiters.notify(run.taskId),
-    interact: (_taskId, kind, payload) => openInteraction(ctx, run, kind, describeRequest(kind, payload, ws)),
+    askApproval: (_taskId, payload) => openInteraction(ctx, run, "approval", describeRequest("approval", payload, ws)),
+    askQuestion: (_taskId, payload) => openInteraction(ctx, run, "question", describeRequest("question", payload, ws)),
     withdrawn: () => withdrawInteraction(ctx, run),
     outcome: (_taskId, outcome) => onOutcome(ctx, run.taskId, outcome),
   };
