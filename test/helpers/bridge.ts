@@ -7,10 +7,13 @@ import { readdirSync, readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { StringDecoder } from "node:string_decoder";
+import type { EventEnvelope } from "../../src/shared/store/events.ts";
 import { poll } from "./poll.ts";
 import { spawnCli, waitForAuditEvent } from "./process.ts";
 import type { Table } from "./toml.ts";
 import { type TempDir, tempDir, writeConfig } from "./workspace.ts";
+
+export type { EventEnvelope };
 
 export interface BridgeEnv {
   dir: TempDir;
@@ -235,16 +238,6 @@ export async function submitAccepted(socketPath: string, params: Record<string, 
 
 /** The error code of a failed response (undefined for a success). */
 export const codeOf = (r: RpcResponse): string | undefined => r.error?.code;
-
-export interface EventEnvelope {
-  schema_version: number;
-  event_id: number;
-  task_id: string;
-  correlation_id: string | null;
-  event_type: string;
-  payload: Record<string, unknown>;
-  created_at: string;
-}
 
 /** Every event of a task, read page by page with the exclusive cursor. */
 export async function allEvents(socketPath: string, taskId: string): Promise<EventEnvelope[]> {

@@ -7,9 +7,10 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { closeSync, constants, openSync, readFileSync } from "node:fs";
-import { parseAudit, startStdio, structured } from "../helpers/mcp-client.ts";
+import { startStdio, structured } from "../helpers/mcp-client.ts";
 import { holdsWithin } from "../helpers/poll.ts";
 import { INIT } from "../helpers/raw-stdio.ts";
+import { startUnreadStdout } from "../helpers/unread-stdout.ts";
 import { BUN, CLI, REPO_ROOT, type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
 const MiB = 2 ** 20;
@@ -55,30 +56,13 @@ describe("output backpressure on stdio", () => {
   test("a client that never reads stdout: requests are held, memory stays bounded, EOF still ends the server within a second", async () => {
     const config = writeConfig(dir.path, { limits: { max_list_entries: 500 }, workdirs: [{ slot: 1, alias: "w", path: `${dir.path}/wide` }] }, "wide.toml");
     // stdout is a FIFO that this test holds open and never reads.
-    const fifo = `${dir.path}/stdout.fifo`;
-    Bun.spawnSync(["mkfifo", fifo]);
-    const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
-    const writer = openSync(fifo, constants.O_WRONLY);
-    const proc = Bun.spawn([BUN, CLI, "mcp", "--config", config], { cwd: REPO_ROOT, stdin: "pipe", stdout: writer, stderr: "pipe" });
-    closeSync(writer);
-    let stderr = "";
-    void (async () => {
-      for await (const chunk of proc.stderr) stderr += new TextDecoder().decode(chunk);
-    })();
-    const calls = () => parseAudit(stderr).filter((r) => r["event"] === "tool_call").length;
+    const server = await startUnreadStdout(config, dir.path);
+    const { proc, calls } = server;
     try {
-      const send = (msg: unknown) => proc.stdin.write(`${JSON.stringify(msg)}\n`);
-      send(INIT);
-      send({ jsonrpc: "2.0", method: "notifications/initialized" });
-      await proc.stdin.flush();
-      await holdsWithin(() => stderr.includes('"startup"'), 10_000);
       const before = memory(proc.pid).rss;
       // 3,000 pages of 500 entries: about 200 MB of answers if every one were dispatched.
       const REQUESTS = 3000;
-      for (let id = 1; id <= REQUESTS; id++) {
-        send({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "list_directory", arguments: { workdir: "w", limit: 500 } } });
-      }
-      await proc.stdin.flush();
+      await server.requestPages(REQUESTS, 500);
       // The answers pile up until the bound, then the server stops dispatching.
       await holdsWithin(() => calls() >= 20, 10_000);
       // the measurement: the peak over a 1.5 s window while the answers are held back
@@ -92,8 +76,7 @@ describe("output backpressure on stdio", () => {
       expect(code).toBe(0);
       expect(performance.now() - closedAt).toBeLessThan(1000);
     } finally {
-      proc.kill("SIGKILL");
-      closeSync(reader);
+      server.dispose();
     }
   }, 60_000);
 

@@ -12,6 +12,7 @@ import { foldTraps } from "../../src/main/mcp/fs/ascii-fold.ts";
 import { type LineHit, LiteralSearch } from "../../src/main/mcp/fs/literal-search.ts";
 import { newStopFlag } from "../../src/main/mcp/fs/stop-flag.ts";
 import { BOM, cutUtf8, decodeStrict, hasBom } from "../../src/shared/utf8.ts";
+import { seededRandom } from "../helpers/random.ts";
 
 const literalPattern = (s: string) => s.replace(/[\\^$.*+?()[\]{}|]/g, "\\$&");
 
@@ -33,18 +34,6 @@ function expected(content: Buffer, query: string, caseSensitive: boolean): LineH
     from = nl + 1;
   }
   return hits;
-}
-
-/** mulberry32, so a failure names a seed that reproduces it. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const PIECES = ["token", "TOKEN", "ToKeN", "tok", "en", "x", " ", "\r", "\n", "\n", "é", "É", "\u212A", "\u017F", "ss", "S", "k", "€", "🙂", "[.*]", "ab"];
@@ -77,7 +66,7 @@ describe("LiteralSearch follows the content rules on every path", () => {
     const stop = newStopFlag();
     const queries = [...QUERIES, "handle", "HaNdLe", "e", "E", "ab", "b\r"];
     for (let seed = 1; seed <= 400; seed++) {
-      const rnd = random(seed);
+      const rnd = seededRandom(seed);
       let content = randomFile(rnd);
       if (rnd() < 0.3) content = Buffer.concat([content, Buffer.from(rnd() < 0.5 ? "handle\nHANDLE é" : "xhAnDlex\r\n")]);
       for (const query of queries) {

@@ -12,6 +12,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { seededRandom } from "../../../test/helpers/random.ts";
 
 /** Bumped whenever the generator would write other bytes, so a stale cache is never measured. */
 const GENERATOR = 3;
@@ -40,18 +41,6 @@ export interface GeneratedTree {
   searchHits: number;
   /** A small text file for per-call reads, relative to the root. */
   smallFile: string;
-}
-
-/** mulberry32: tiny, fast, and good enough to vary generated text deterministically. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const WORDS = [
@@ -137,7 +126,7 @@ function leafPaths(leaves: number): string[][] {
 /** Writes a tree of `files` files (a multiple of 5,000) into the empty directory `root`. */
 export function generateTree(root: string, files: number, seed = 7): GeneratedTree {
   if (files % (FILES_PER_LEAF * LEAVES_PER_PACKAGE) !== 0) throw new Error(`tree size ${files} is not a multiple of 5,000`);
-  const rnd = random(seed);
+  const rnd = seededRandom(seed);
   const tree: GeneratedTree = {
     root,
     files: 0,

@@ -6,11 +6,11 @@
  * from a session that does read). Then stdin is closed and the
  * time to exit measured.
  */
-import { closeSync, constants, mkdirSync, openSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { parseAudit, startStdio } from "../../../test/helpers/mcp-client.ts";
-import { INIT } from "../../../test/helpers/raw-stdio.ts";
-import { BUN, CLI, REPO_ROOT, writeConfig } from "../../../test/helpers/workspace.ts";
+import { startStdio } from "../../../test/helpers/mcp-client.ts";
+import { startUnreadStdout } from "../../../test/helpers/unread-stdout.ts";
+import { writeConfig } from "../../../test/helpers/workspace.ts";
 import { maxRssDuring, rssMb } from "./bridge-rss.ts";
 
 const ENTRIES = 500;
@@ -36,31 +36,13 @@ export async function unreadStdout(root: string, requests: number): Promise<Unre
   const reading = await startStdio(config);
   const answerBytes = JSON.stringify(await reading.call("list_directory", { workdir: "w", limit: ENTRIES })).length;
   await reading.close();
-  const fifo = join(root, "stdout.fifo");
-  Bun.spawnSync(["mkfifo", fifo]);
-  const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
-  const writer = openSync(fifo, constants.O_WRONLY);
-  const proc = Bun.spawn([BUN, CLI, "mcp", "--config", config], { cwd: REPO_ROOT, stdin: "pipe", stdout: writer, stderr: "pipe" });
-  closeSync(writer);
-  let stderr = "";
-  void (async () => {
-    const decoder = new TextDecoder();
-    for await (const chunk of proc.stderr) stderr += decoder.decode(chunk, { stream: true });
-  })();
-  const calls = () => parseAudit(stderr).filter((r) => r["event"] === "tool_call").length;
-  const send = (msg: unknown) => proc.stdin.write(`${JSON.stringify(msg)}\n`);
+  const server = await startUnreadStdout(config, root);
+  const { proc, calls } = server;
   try {
-    send(INIT);
-    send({ jsonrpc: "2.0", method: "notifications/initialized" });
-    await proc.stdin.flush();
     const deadline = Date.now() + 10_000;
-    while (!stderr.includes('"startup"') && Date.now() < deadline) await Bun.sleep(10);
     const before = rssMb(proc.pid);
     const { max_mb } = await maxRssDuring(proc.pid, 20, async () => {
-      for (let id = 1; id <= requests; id++) {
-        send({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "list_directory", arguments: { workdir: "w", limit: ENTRIES } } });
-      }
-      await proc.stdin.flush();
+      await server.requestPages(requests, ENTRIES);
       while (calls() < 20 && Date.now() < deadline) await Bun.sleep(20);
       await Bun.sleep(WATCH_MS);
     });
@@ -80,7 +62,6 @@ export async function unreadStdout(root: string, requests: number): Promise<Unre
       exit_after_eof_ms: Math.round(exitMs),
     };
   } finally {
-    proc.kill("SIGKILL");
-    closeSync(reader);
+    server.dispose();
   }
 }
