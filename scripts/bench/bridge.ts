@@ -457,8 +457,10 @@ async function main(): Promise<void> {
     // the main thread is the longest stall a client sees in it
     log(`idle release: task.get every ${STALL_PROBE_GAP_MS} ms for ${AFTER_TASKS_SETTLE_MS / 1000} s, then idle RSS`);
     const probe = await connectLines(env.socketPath);
-    const getLine = JSON.stringify({ protocol_version: 1, request_id: "stall", method: "task.get", params: { task_id } });
-    const releaseStall = await longestRoundTrip(probe, getLine, AFTER_TASKS_SETTLE_MS, STALL_PROBE_GAP_MS, (r) => r.includes('"ok":true'));
+    // a task.get of an id no task has: a real lookup with a ~150-byte answer, so the probe's own
+    // answers stay far below the 1 MiB that arms the release again (and would push it past the window)
+    const getLine = JSON.stringify({ protocol_version: 1, request_id: "stall", method: "task.get", params: { task_id: newTaskId() } });
+    const releaseStall = await longestRoundTrip(probe, getLine, AFTER_TASKS_SETTLE_MS, STALL_PROBE_GAP_MS, (r) => r.includes('"AGENT_TASK_NOT_FOUND"'));
     probe.close();
     const idleAfterMb = await settledRss(pid, 0);
     const peakMb = peakRssMb(pid);
@@ -493,7 +495,7 @@ async function main(): Promise<void> {
         long_lines: LONG_LINES_METHOD,
         burst_vs_providers: BURST_CEILING_METHOD,
         rss_after: `idle_after_run_mb: settled VmRSS ${AFTER_TASKS_SETTLE_MS / 1000} s after the 8 MiB result's last read-back page (after the ingestion rounds' ~120,000 events and the 8 MiB result), against idle_mb at start; peak_hwm_mb: VmHWM then`,
-        release_stall: `task.get one at a time, ${STALL_PROBE_GAP_MS} ms apart, during those ${AFTER_TASKS_SETTLE_MS / 1000} s, in which the idle release runs (1 s after the last page); max_ms bounds how long the main thread's full GC held its event loop`,
+        release_stall: `task.get of an unknown id one at a time, ${STALL_PROBE_GAP_MS} ms apart, during those ${AFTER_TASKS_SETTLE_MS / 1000} s, in which the idle release runs (1 s after the last page); max_ms bounds how long the main thread's full GC held its event loop`,
       },
       rpc,
       ingestion: ingest,

@@ -120,6 +120,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
       sharingGid,
       handlers: bridgeHandlers(service),
       isClosing: () => service.isClosing,
+      onWrote: (bytes) => service.noteAnswered(bytes),
       // protocol detail only at debug: no per-request cost otherwise
       onAnswered:
         config.server.log_level === "debug"

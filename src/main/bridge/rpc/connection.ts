@@ -24,6 +24,8 @@ export interface ConnectionOptions {
   allowed: AllowedPeer;
   /** Aborted when the server closes: every in-flight request's signal follows it. */
   serverSignal: AbortSignal;
+  /** Told the size of every response line written. */
+  wrote?: ((bytes: number) => void) | undefined;
 }
 
 export class Connection {
@@ -102,7 +104,9 @@ export class Connection {
         }
         this.queuedBytes -= frame.bytes.length;
         const response = await answerLine(frame.bytes, this.options.dispatch, { signal: this.signal });
-        await this.write(encodeResponse(response));
+        const line = encodeResponse(response);
+        this.options.wrote?.(line.length);
+        await this.write(line);
         this.throttle();
       }
     } finally {

@@ -29,6 +29,8 @@ export interface RpcServerOptions {
   isClosing: () => boolean;
   /** Told about every unexpected handler failure, for the operator's log. */
   onUnexpected?: (method: string, error: unknown) => void;
+  /** Told the size of every response line, so the Bridge knows how much it has answered since it last gave memory back. */
+  onWrote?: ((bytes: number) => void) | undefined;
   /** Told about every answered request (method, outcome, milliseconds), for the debug log. */
   onAnswered?: ((method: string | null, response: RpcResponse, ms: number) => void) | undefined;
 }
@@ -49,6 +51,7 @@ export async function startRpcServer(options: RpcServerOptions): Promise<RpcServ
     },
     allowed: resolvePeer(options.peer),
     serverSignal: stopped.signal,
+    wrote: options.onWrote,
   };
 
   await prepareSocketPath(socketPath, sharingGid);

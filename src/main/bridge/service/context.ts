@@ -42,8 +42,11 @@ export interface ServiceDeps {
  * back (docs/performance.md "## Bridge").
  */
 const IDLE_RELEASE_MS = 1_000;
-/** Spooled result bytes read back since the last release that make a release worth it: an 8 MiB result read in pages. */
-const READ_BACK_RELEASE_BYTES = 1024 * 1024;
+/**
+ * Bytes answered over RPC since the last release that make a release worth it: a few pages of an
+ * 8 MiB result read back, or some hundreds of task objects polled.
+ */
+const ANSWERED_RELEASE_BYTES = 1024 * 1024;
 
 export const notFound = () => new ServerFsError("AGENT_TASK_NOT_FOUND", "no such task");
 
@@ -56,8 +59,8 @@ export class ServiceContext {
   /** Shutdown has begun: nothing new starts, and late outcomes are discarded. */
   closing = false;
   private idleRelease: ReturnType<typeof setTimeout> | null = null;
-  /** Spooled result bytes read back since memory was last given back. */
-  private readBackBytes = 0;
+  /** Bytes answered over RPC since memory was last given back. */
+  private answeredBytes = 0;
   /** Settles when the provider worker runs are dispatched to is up (see `replacingProvider`). */
   providerReady: Promise<void> = Promise.resolve();
 
@@ -115,10 +118,13 @@ export class ServiceContext {
     if (this.runs.size === 0) this.armIdleRelease();
   }
 
-  /** Called after each `task.result.read`: a large read-back arms the idle release too (`armIdleRelease`). */
-  noteResultRead(bytes: number): void {
-    this.readBackBytes += bytes;
-    if (this.readBackBytes >= READ_BACK_RELEASE_BYTES) this.armIdleRelease();
+  /**
+   * Called with each response line's size: once 1 MiB has been answered (a result read back in pages,
+   * a flood of task.get or task.events), the idle release is armed too (`armIdleRelease`).
+   */
+  noteAnswered(bytes: number): void {
+    this.answeredBytes += bytes;
+    if (this.answeredBytes >= ANSWERED_RELEASE_BYTES) this.armIdleRelease();
   }
 
   /**
@@ -136,7 +142,7 @@ export class ServiceContext {
     this.idleRelease = setTimeout(() => {
       this.idleRelease = null;
       if (this.closing || this.runs.size > 0) return;
-      this.readBackBytes = 0;
+      this.answeredBytes = 0;
       releaseMemory(this.store);
       this.deps.releaseWorkerMemory();
     }, IDLE_RELEASE_MS);

@@ -77,6 +77,5 @@ export async function readResult(ctx: ServiceContext, p: Params<"task.result.rea
   }
   if (offset < 0) throw new ServerFsError("INVALID_RESULT_OFFSET", "offset_bytes must be ≥ 0");
   const chunk = await ctx.deps.spool.readSpoolChunk(ctx.deps.config.bridge.stateDir, task.task_id, task.result_size_bytes, offset, maxBytes);
-  ctx.noteResultRead(chunk.next_offset_bytes - offset);
   return { ...chunk, correlation_id: task.correlation_id };
 }

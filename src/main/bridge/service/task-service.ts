@@ -48,6 +48,11 @@ export class TaskService {
     });
   }
 
+  /** A response line of `bytes` was written: enough of them make the Bridge give memory back once idle. */
+  noteAnswered(bytes: number): void {
+    this.ctx.noteAnswered(bytes);
+  }
+
   /** Task ids with a live runner here (the maintenance sweep leaves those to their runner). */
   liveTaskIds(): string[] {
     return this.ctx.runs.taskIds();
