@@ -59,8 +59,9 @@ export class ServiceContext {
   /** Shutdown has begun: nothing new starts, and late outcomes are discarded. */
   closing = false;
   private idleRelease: ReturnType<typeof setTimeout> | null = null;
-  /** Bytes answered over RPC since memory was last given back. */
+  /** Bytes answered over RPC since memory was last given back, and when the release was last armed. */
   private answeredBytes = 0;
+  private answeredAtArm = 0;
   /** Settles when the provider worker runs are dispatched to is up (see `replacingProvider`). */
   providerReady: Promise<void> = Promise.resolve();
 
@@ -119,22 +120,24 @@ export class ServiceContext {
   }
 
   /**
-   * Called with each response line's size: once 1 MiB has been answered (a result read back in pages,
-   * a flood of task.get or task.events), the idle release is armed too (`armIdleRelease`).
+   * Called with each response line's size: once 1 MiB has been answered since the last release (a
+   * result read back in pages, a flood of task.get or task.events), the idle release is armed too.
    */
   noteAnswered(bytes: number): void {
     this.answeredBytes += bytes;
-    if (this.answeredBytes >= ANSWERED_RELEASE_BYTES) this.armIdleRelease();
+    if (this.answeredBytes >= ANSWERED_RELEASE_BYTES && !this.idleRelease) this.armIdleRelease();
   }
 
   /**
-   * Once no run is left and `IDLE_RELEASE_MS` passed since the last call, every thread of the Bridge
-   * that holds task data gives memory back (src/shared/release-memory.ts), so a flood of events or a
-   * large result, written or read, does not stay resident. Each call restarts the delay, so the
-   * release never lands between the pages of a read-back or the ends of a burst of runs; a run still
-   * going when it fires leaves it to that run's end.
+   * Once the Bridge is idle, every thread that holds task data gives memory back
+   * (src/shared/release-memory.ts), so a flood of events or a large result, written or read, does not
+   * stay resident. Idle: no run left, `IDLE_RELEASE_MS` since the last run ended (each end restarts
+   * the delay, so a burst of runs ends first), and less than 1 MiB answered during that delay (a
+   * read-back or a flood still going puts it off by another delay; a trickle of small answers, a
+   * client polling, does not). A run still going when it fires leaves it to that run's end.
    */
   private armIdleRelease(): void {
+    this.answeredAtArm = this.answeredBytes;
     if (this.idleRelease) {
       this.idleRelease.refresh();
       return;
@@ -142,6 +145,7 @@ export class ServiceContext {
     this.idleRelease = setTimeout(() => {
       this.idleRelease = null;
       if (this.closing || this.runs.size > 0) return;
+      if (this.answeredBytes - this.answeredAtArm >= ANSWERED_RELEASE_BYTES) return this.armIdleRelease();
       this.answeredBytes = 0;
       releaseMemory(this.store);
       this.deps.releaseWorkerMemory();
