@@ -146,9 +146,11 @@ export class ServiceContext {
       this.idleRelease = null;
       if (this.closing || this.runs.size > 0) return;
       if (this.answeredBytes - this.answeredAtArm >= ANSWERED_RELEASE_BYTES) return this.armIdleRelease();
+      const answered = this.answeredBytes;
       this.answeredBytes = 0;
       releaseMemory(this.store);
       this.deps.releaseWorkerMemory();
+      this.deps.audit.debug("memory_released", { answered_bytes: answered });
     }, IDLE_RELEASE_MS);
     this.idleRelease.unref();
   }
