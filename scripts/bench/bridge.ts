@@ -567,21 +567,19 @@ const LONG_LINES_METHOD =
 const lineAims = (lines: readonly LineMemory[]): Record<string, Aim> =>
   Object.fromEntries(lines.map((l) => [`peak_rss_${l.kind === "max_result" ? "" : `${l.line_mib}mib_`}${l.kind}_line_mb`, atMost(l.peak_mb, l.aim_mb)]));
 
-/** The long-line figures alone. */
-async function longLines(): Promise<void> {
+/** One part of the bench alone, `--lines`, `--burst` or `--faults`: its figures in a report of their own. */
+async function partAlone(benchmark: string, measure: (live: Set<BridgeProcess>, envs: Set<BridgeEnv>) => Promise<Record<string, unknown>>): Promise<void> {
   const began = performance.now();
   const loadBefore = loadAverage();
   const live = new Set<BridgeProcess>();
   const envs = new Set<BridgeEnv>();
   try {
-    const lines = await lineMemory(LINE_SIZES_MIB, live, envs, log);
+    const figures = await measure(live, envs);
     const report = {
-      benchmark: "serverfs bridge: long provider lines",
+      benchmark,
       date: new Date().toISOString(),
       environment: { cpus: navigator.hardwareConcurrency, bun: Bun.version, load_average_before: loadBefore, load_average_after: loadAverage() },
-      method: { long_lines: LONG_LINES_METHOD, rss: "MB = 10^6 bytes; line sizes in MiB" },
-      long_lines: lines,
-      aims: lineAims(lines),
+      ...figures,
       total_seconds: Math.round((performance.now() - began) / 100) / 10,
     };
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
@@ -590,6 +588,12 @@ async function longLines(): Promise<void> {
     for (const env of envs) env.dir.remove();
   }
 }
+
+const longLines = () =>
+  partAlone("serverfs bridge: long provider lines", async (live, envs) => {
+    const lines = await lineMemory(LINE_SIZES_MIB, live, envs, log);
+    return { method: { long_lines: LONG_LINES_METHOD, rss: "MB = 10^6 bytes; line sizes in MiB" }, long_lines: lines, aims: lineAims(lines) };
+  });
 
 const BURST = { tasks: 200, connections: 8, rounds: 3 };
 const BURST_METHOD = `${BURST.tasks} task.submit (fake review tasks, \`complete:\`) as fast as ${BURST.connections} connections can send them, one in flight per connection, each timed from write to answer, on a fresh Bridge with max_active_tasks ${BURST.tasks}; all_terminal_ms: first write → the last task's completed_at (read from the database, no RPC poller); ${BURST.rounds} bursts, each after the previous tasks ended; medians of the bursts' figures`;
@@ -651,52 +655,19 @@ async function burstVsProviders(live: Set<BridgeProcess>, envs: Set<BridgeEnv>) 
   };
 }
 
-/** The burst against its ceiling alone. */
-async function burstOnly(): Promise<void> {
-  const began = performance.now();
-  const loadBefore = loadAverage();
-  const live = new Set<BridgeProcess>();
-  const envs = new Set<BridgeEnv>();
-  try {
+const burstOnly = () =>
+  partAlone("serverfs bridge: burst against the fake providers alone", async (live, envs) => {
     const burst = await burstVsProviders(live, envs);
-    const report = {
-      benchmark: "serverfs bridge: burst against the fake providers alone",
-      date: new Date().toISOString(),
-      environment: { cpus: navigator.hardwareConcurrency, bun: Bun.version, load_average_before: loadBefore, load_average_after: loadAverage() },
+    return {
       method: { burst_vs_providers: BURST_CEILING_METHOD },
       burst_vs_providers: burst,
       aims: { burst_vs_providers_alone: atLeast(burst.vs_providers_alone, 0.7) },
-      total_seconds: Math.round((performance.now() - began) / 100) / 10,
     };
-    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-  } finally {
-    await Promise.all([...live].map((b) => b.stop().catch(() => undefined)));
-    for (const env of envs) env.dir.remove();
-  }
-}
+  });
 
 /** The faults figures alone (docs/reliability.md "The Bridge under faults"). */
-async function faults(): Promise<void> {
-  const began = performance.now();
-  const loadBefore = loadAverage();
-  const live = new Set<BridgeProcess>();
-  const envs = new Set<BridgeEnv>();
-  try {
-    const burst = await bursts(live, envs);
-    const report = {
-      benchmark: "serverfs bridge: faults",
-      date: new Date().toISOString(),
-      environment: { cpus: navigator.hardwareConcurrency, bun: Bun.version, load_average_before: loadBefore, load_average_after: loadAverage() },
-      method: { submit_burst: BURST_METHOD },
-      submit_burst: burst,
-      total_seconds: Math.round((performance.now() - began) / 100) / 10,
-    };
-    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-  } finally {
-    await Promise.all([...live].map((b) => b.stop().catch(() => undefined)));
-    for (const env of envs) env.dir.remove();
-  }
-}
+const faults = () =>
+  partAlone("serverfs bridge: faults", async (live, envs) => ({ method: { submit_burst: BURST_METHOD }, submit_burst: await bursts(live, envs) }));
 
 if (process.argv[2] === "--echo-server") serveEcho(process.argv[3]!);
 else if (process.argv[2] === "--faults") await faults();

@@ -1,10 +1,10 @@
 /**
- * The provider worker (ARCHITECTURE.md): spawns each task's provider through its runtime adapter,
- * normalizes and redacts its events, appends them in batches on this thread's own connection, and
- * records native ids and the process group. The batches are committed by the event writer, a worker
- * of this worker with its own connection (src/workers/event-writer.ts), while this thread goes on
- * parsing. Decisions that touch a human, a guard, a lease or a
- * timer go back to the task service through the proxied `ProviderHost`.
+ * The provider worker (docs/task-model.md#threads): spawns each task's provider through its runtime
+ * adapter, normalizes and redacts its events into batches, and records native ids and the process
+ * group on this thread's own connection. The batches are committed by the event writer, a worker of
+ * this worker with a connection of its own (src/workers/event-writer.ts), while this thread goes on
+ * parsing. Decisions that touch a human, a guard, a lease or a timer go back to the task service
+ * through the proxied `ProviderHost`.
  */
 import * as Comlink from "comlink";
 import { workerUrl } from "../main/self-command.ts";

@@ -74,9 +74,14 @@ export function insertEvents(db: Database, taskId: string, events: readonly Even
 /** At most this many rows per INSERT statement: a provider batch (docs/events.md#appending) in one. */
 const ROWS_PER_INSERT = 64;
 
-/** `INSERT … VALUES (?,?,?,?),(…)` for `n` rows; `db.query` caches each size's prepared statement. */
-const insertSql = (n: number): string =>
-  `INSERT INTO events (task_id, event_type, payload_json, created_at) VALUES ${Array.from({ length: n }, () => "(?, ?, ?, ?)").join(", ")}`;
+/**
+ * `INSERT … VALUES (?,?,?,?),(…)` for 1 to 64 rows, built once: `db.query` caches each size's
+ * prepared statement by its text, which a constant string finds without building it per batch.
+ */
+const INSERT_SQL = Array.from(
+  { length: ROWS_PER_INSERT + 1 },
+  (_, n) => `INSERT INTO events (task_id, event_type, payload_json, created_at) VALUES ${Array.from({ length: n }, () => "(?, ?, ?, ?)").join(", ")}`,
+);
 
 /**
  * The events already serialized (a provider batch arrives so from the provider worker), `ats[i]` null
@@ -117,7 +122,7 @@ export function insertSerialized(
   for (let row = 0; row < appended; row += ROWS_PER_INSERT) {
     const n = Math.min(ROWS_PER_INSERT, appended - row);
     const slice = row === 0 && n === appended ? params : params.slice(row * 4, (row + n) * 4);
-    lastEventId = Number(db.query<never, string[]>(insertSql(n)).run(...slice).lastInsertRowid);
+    lastEventId = Number(db.query<never, string[]>(INSERT_SQL[n]!).run(...slice).lastInsertRowid);
   }
   if (appended > 0) db.query("UPDATE tasks SET event_count = ? WHERE task_id = ?").run(count, taskId);
   return { appended, lastEventId, broke, discarded: false };

@@ -63,12 +63,13 @@ function requireFile(st: BigIntStats, where: string): void {
   if (refused) throw new ServerFsError(refused[0], `${where} ${refused[1]}`);
 }
 
-function readInto(fd: number, buf: Buffer, offset: number, length: number, position: number): Promise<number> {
-  return new Promise((resolve, reject) => read(fd, buf, offset, length, position, (e, n) => (e ? reject(e) : resolve(n))));
-}
+type ReadInto = (fd: number, buf: Buffer, offset: number, length: number, position: number) => number | Promise<number>;
+
+const readAsync: ReadInto = (fd, buf, offset, length, position) =>
+  new Promise((resolve, reject) => read(fd, buf, offset, length, position, (e, n) => (e ? reject(e) : resolve(n))));
 
 /** Reads up to `length` bytes at `position` into `buf` (or a new buffer), fewer only at end of file. */
-async function readAt(fd: number, length: number, position: number, buf = Buffer.allocUnsafe(length)): Promise<Buffer> {
+async function readAt(fd: number, length: number, position: number, buf = Buffer.allocUnsafe(length), readInto: ReadInto = readAsync): Promise<Buffer> {
   let n = 0;
   while (n < length) {
     const got = await readInto(fd, buf, n, length - n, position + n);
@@ -81,19 +82,11 @@ async function readAt(fd: number, length: number, position: number, buf = Buffer
 /**
  * A read of the page: up to `length` bytes at `position`, never past `size` (the file's size when the
  * read began; a file that changes meanwhile fails the revision check after), so a small file is one
- * read with no second one to find its end.
+ * read with no second one to find its end; synchronous up to SYNC_READ_BYTES.
  */
-async function readPart(fd: number, length: number, position: number, size: number): Promise<Buffer> {
+function readPart(fd: number, length: number, position: number, size: number): Promise<Buffer> {
   const want = Math.max(0, Math.min(length, size - position));
-  if (want > SYNC_READ_BYTES) return readAt(fd, want, position);
-  const buf = Buffer.allocUnsafe(want);
-  let n = 0;
-  while (n < want) {
-    const got = readSync(fd, buf, n, want - n, position + n);
-    if (got === 0) break;
-    n += got;
-  }
-  return buf.subarray(0, n);
+  return readAt(fd, want, position, Buffer.allocUnsafe(want), want > SYNC_READ_BYTES ? readAsync : readSync);
 }
 
 /**
