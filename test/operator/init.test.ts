@@ -21,7 +21,8 @@ function freshHome() {
   homes.push(home);
   const env = { HOME: home.path, XDG_CONFIG_HOME: "", XDG_RUNTIME_DIR: "", CODEX_HOME: join(home.path, ".codex") };
   const config = join(home.path, ".config", "serverfs", "serverfs.toml");
-  return { home, env, config, cli: (...args: string[]) => runCli(args, { env }) };
+  // a CLI that hangs (on a FIFO, say) is killed, so its test fails instead of waiting for ever
+  return { home, env, config, cli: (...args: string[]) => runCli(args, { env, killAfterMs: 30_000 }) };
 }
 
 /** The workdir tables of a config file, as loaded by TOML. */
@@ -133,6 +134,21 @@ describe("serverfs connect", () => {
     const again = await h.cli("connect", "codex", "--write");
     expect(again.stdout).toContain("already has [mcp_servers.serverfs]");
     expect(readFileSync(codexConfig, "utf8")).toBe(after);
+  });
+
+  test("codex --write escapes a config path's control characters, quotes and backslashes, so a strict TOML reader takes it back exactly", async () => {
+    const h = freshHome();
+    // DEL, C0 controls, a tab, a quote, a backslash and a C1 control (NEL) in one directory name
+    const config = join(h.home.dir('odd\u007fname\u0001\u001b\t"q\\b\u0085'), "serverfs.toml");
+    expect((await h.cli("init", h.home.dir("proj"), "--config", config)).code).toBe(0);
+    const r = await h.cli("connect", "codex", "--write", "--config", config);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const written = readFileSync(join(h.env.CODEX_HOME, "config.toml"), "utf8");
+    // no raw control character but the newlines between lines
+    expect(written.replace(/\n/g, "")).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+    const parsed = Bun.TOML.parse(written) as { mcp_servers: Record<string, { args: string[] }> };
+    expect(parsed.mcp_servers["serverfs"]!.args.slice(-2)).toEqual(["--config", config]);
   });
 
   test("without --write it prints; Claude Desktop is print-only; an unknown host is a usage error", async () => {

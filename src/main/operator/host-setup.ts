@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { ServerFsError } from "../../shared/errors.ts";
 import { writePrivateFile } from "../../shared/fs/private-file.ts";
 import { selfCommand } from "../self-command.ts";
+import { tomlString } from "./toml-string.ts";
 
 export const HOSTS = ["claude-code", "codex", "claude-desktop"] as const;
 export type Host = (typeof HOSTS)[number];
@@ -24,7 +25,6 @@ export function mcpLaunch(configPath: string): { command: string; args: string[]
 }
 
 const shellWord = (w: string) => (/^[A-Za-z0-9_./:=@%+-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`);
-const tomlString = (s: string) => JSON.stringify(s);
 
 /** `claude mcp add` for the user scope: every project of this user sees the server. */
 export function claudeCodeArgs(configPath: string): string[] {
