@@ -4,7 +4,7 @@
  * then used as a host would use it. Real CLI, temporary HOME.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -149,6 +149,30 @@ describe("serverfs connect", () => {
     expect(written.replace(/\n/g, "")).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
     const parsed = Bun.TOML.parse(written) as { mcp_servers: Record<string, { args: string[] }> };
     expect(parsed.mcp_servers["serverfs"]!.args.slice(-2)).toEqual(["--config", config]);
+  });
+
+  test("codex --write refuses a config.toml that is a FIFO, a directory or a socket, without opening it: exit 1, NOT_A_FILE", async () => {
+    const h = freshHome();
+    await h.cli("init", h.home.dir("proj"));
+    const codexConfig = join(h.env.CODEX_HOME, "config.toml");
+    mkdirSync(h.env.CODEX_HOME, { recursive: true });
+    expect(Bun.spawnSync(["mkfifo", codexConfig]).exitCode).toBe(0);
+    // a read of the FIFO would block until a writer came: none ever does
+    const r = await h.cli("connect", "codex", "--write");
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toBe(`serverfs: NOT_A_FILE: ${codexConfig} is a FIFO, not a regular file; make it one, or point CODEX_HOME elsewhere\n`);
+    expect(statSync(codexConfig).isFIFO()).toBe(true);
+    rmSync(codexConfig);
+    mkdirSync(codexConfig);
+    expect((await h.cli("connect", "codex", "--write")).stderr).toContain(`${codexConfig} is a directory, not a regular file`);
+    rmSync(codexConfig, { recursive: true });
+    const socket = Bun.listen({ unix: codexConfig, socket: { data() {} } });
+    try {
+      expect((await h.cli("connect", "codex", "--write")).stderr).toContain(`${codexConfig} is a socket, not a regular file`);
+    } finally {
+      socket.stop(true);
+    }
   });
 
   test("without --write it prints; Claude Desktop is print-only; an unknown host is a usage error", async () => {
