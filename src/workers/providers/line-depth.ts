@@ -6,7 +6,7 @@
  * wire comes near the bound (Codex's own reader stops at 128).
  */
 
-export const MAX_LINE_DEPTH = 512;
+const MAX_LINE_DEPTH = 512;
 
 /** Whether `value` nests arrays and objects deeper than `MAX_LINE_DEPTH`; walked without recursion. */
 export function nestsTooDeep(value: unknown): boolean {
