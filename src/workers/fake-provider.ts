@@ -12,7 +12,8 @@
  * adapter is gone, and the process exits at once (after an interrupt, once its `cancelled` line is
  * out), leaving any grandchild behind, as a careless provider would, for the process-group proof to
  * find. `crash:` exits 1 mid-run; `garbage:`, `hang:`, `stderr:`, `linger:` and `setsid:` are the
- * provider faults of the stress grounds (scripts/stress/provider-faults.ts).
+ * provider faults of the stress grounds (scripts/stress/provider-faults.ts); `deep:` is a malformed line
+ * of another kind, one nested too deep (providers/line-depth.ts).
  *
  * Choices the table leaves open: a numeric field (N, MS, SECONDS) that is not a decimal number makes
  * the prompt fall through to "anything else"; `steer:`, `wait:` and `crash:` ignore what follows the
@@ -178,6 +179,14 @@ const FORMS: Form[] = [
   ],
   [/^fail:([\s\S]*)$/, (m) => async () => ({ kind: "failed", message: m[1]! })],
   [/^crash:/, () => () => process.exit(1)],
+  [
+    /^deep:(\d+)$/,
+    (m) => {
+      const depth = count(m[1]!);
+      // a string past 64 KiB makes it a long line (long-line.ts), the path whose parse once recursed
+      return depth === null ? null : () => write(`${"[".repeat(depth)}"${"x".repeat(65_537)}"${"]".repeat(depth)}\n`).then(() => new Promise<never>(() => {}));
+    },
+  ],
   [/^garbage:/, () => () => write("this is not a wire line\n").then(() => new Promise<never>(() => {}))],
   [/^hang:/, () => () => hang()],
   [

@@ -2,7 +2,7 @@
  * Long provider lines through a real Bridge (docs/runtimes.md#process-model, docs/reliability.md "The
  * Bridge under faults"): a line just under the 64 MiB cap costs the Bridge about its size once, not
  * nine times, and what it carries arrives intact — the event's 32 KiB prefix, an 8 MiB result read
- * back byte for byte — while a line over the cap still fails the task.
+ * back byte for byte — while a line over the cap, or one nested 100,000 deep, still fails the task.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
@@ -105,6 +105,12 @@ describe("long provider lines", () => {
     const far = await finished(`repeat:${40 * MiB}:x`);
     expect(far).toMatchObject({ status: "failed", error_code: "AGENT_RESULT_TOO_LARGE" });
   }, 240_000);
+
+  test("a long line nested 100,000 deep fails its task as a malformed line (AGENT_PROVIDER_ERROR), not a stack overflow, and the Bridge serves on", async () => {
+    const deep = await finished("deep:100000");
+    expect(deep).toMatchObject({ status: "failed", error_code: "AGENT_PROVIDER_ERROR", error_message: "the agent runtime sent a malformed line" });
+    expect(await finished("complete:after deep")).toMatchObject({ status: "succeeded", final_response: "after deep" });
+  }, 60_000);
 
   test("a line over the 64 MiB cap still fails its task with AGENT_PROVIDER_ERROR, and the Bridge serves on", async () => {
     const over = await finished(`big:${64 * MiB}:x`);

@@ -192,6 +192,44 @@ describe("refusals", () => {
   });
 });
 
+describe("a task id that cannot be one", () => {
+  /** The JSON-RPC error a rejected request carries, its message as the server wrote it. */
+  async function rpcFailure(p: Promise<unknown>): Promise<{ code: number; message: string }> {
+    const e = await p.catch((err: unknown) => err);
+    if (!(e instanceof McpError)) throw new Error(`expected a JSON-RPC error, got ${String(e)}`);
+    return { code: e.code, message: e.message.replace(/^MCP error -?\d+: /, "") };
+  }
+  const NOT_A_TASK = { code: INVALID_PARAMS, message: "AGENT_TASK_NOT_FOUND: no task has this id (a task id is agt_ followed by 24 lowercase hex digits)" };
+
+  // 1 MiB: under stdio's 10 MiB line cap and HTTP's body limit, so the request itself reaches the server;
+  // over either the transport answers first (-32600 on stdio, HTTP 413), before any id is looked at
+  const huge = `agt_${"a".repeat(1024 * 1024)}`;
+
+  test("tasks/get, tasks/result, tasks/cancel and a tasks/list cursor answer invalid params with a short message, never echoing the id (stdio)", async () => {
+    for (const id of [huge, "not-a-task", `${NO_SUCH_TASK}0`]) {
+      expect(await rpcFailure(tasksOf(mcp).getTask(id))).toEqual(NOT_A_TASK);
+      expect(await rpcFailure(tasksOf(mcp).getTaskResult(id, CallToolResultSchema))).toEqual(NOT_A_TASK);
+      expect(await rpcFailure(tasksOf(mcp).cancelTask(id))).toEqual(NOT_A_TASK);
+      // a tasks/list cursor is a task id too; the SDK's handler of it puts its own words first
+      expect(await rpcFailure(tasksOf(mcp).listTasks(id))).toEqual({
+        code: INVALID_PARAMS,
+        message: `MCP error ${INVALID_PARAMS}: Failed to list tasks: ${NOT_A_TASK.message}`,
+      });
+    }
+  });
+
+  test("the same over Streamable HTTP", async () => {
+    const http = await startHttp(env.configPath);
+    try {
+      expect(await rpcFailure(tasksOf(http).getTask(huge))).toEqual(NOT_A_TASK);
+      expect(await rpcFailure(tasksOf(http).getTaskResult(huge, CallToolResultSchema))).toEqual(NOT_A_TASK);
+      expect(await rpcFailure(tasksOf(http).cancelTask(huge))).toEqual(NOT_A_TASK);
+    } finally {
+      await http.close();
+    }
+  });
+});
+
 describe("tasks/cancel", () => {
   test("cancels the Bridge task; its result is the cancelled get_agent_task; a second cancel is refused", async () => {
     const created = await submitAsTask(mcp, { prompt: "wait:" });

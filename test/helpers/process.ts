@@ -11,8 +11,8 @@ export function spawnCli(args: string[], opts: { env?: Record<string, string> } 
   });
 }
 
-export function runCli(args: string[], opts: { env?: Record<string, string> } = {}) {
-  return runToEnd([...SERVERFS, ...args], { cwd: REPO_ROOT, env: opts.env });
+export function runCli(args: string[], opts: { env?: Record<string, string>; killAfterMs?: number } = {}) {
+  return runToEnd([...SERVERFS, ...args], { cwd: REPO_ROOT, ...opts });
 }
 
 /** Runs `argv` to its end, with `env` over this process's; past `killAfterMs` it is killed (SIGKILL) so a hung CLI fails its test. */

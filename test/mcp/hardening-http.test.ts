@@ -4,6 +4,7 @@
  * number of sessions that expire when idle.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { chmodSync, chownSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { parseAudit } from "../helpers/mcp-client.ts";
 import { poll } from "../helpers/poll.ts";
@@ -164,7 +165,7 @@ describe("HTTP off loopback is never open by accident", () => {
   });
 
   test("with a bearer token a non-loopback bind starts and warns on stderr; a loopback bind does not warn", async () => {
-    dir.file("token", "tok-123\n");
+    chmodSync(dir.file("token", "tok-123\n"), 0o600);
     const config = writeConfig(dir.path, { server: { http: { bearer_token_file: `${dir.path}/token` } }, workdirs }, "token.toml");
     const open = await spawnHttpServer(config, "0.0.0.0:0");
     try {
@@ -183,6 +184,30 @@ describe("HTTP off loopback is never open by accident", () => {
     } finally {
       await local.stop();
     }
+  });
+
+  test("a bearer token file others can reach, or another user's, is a configuration error naming the key and the mode: exit 2, nothing listens", async () => {
+    const token = dir.file("loose-token", "tok-loose\n");
+    const config = writeConfig(dir.path, { server: { http: { bearer_token_file: token } }, workdirs }, "loose.toml");
+    const refusal = async () => {
+      const r = await runCli(["mcp", "--config", config, "--http", "127.0.0.1:0"], { killAfterMs: 30_000 });
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe("");
+      expect(parseAudit(r.stderr).some((e) => e["event"] === "startup")).toBe(false);
+      expect(r.stderr).not.toContain("tok-loose");
+      return r.stderr.split("\n").find((l) => l.startsWith("serverfs: "));
+    };
+    for (const mode of [0o644, 0o640, 0o604, 0o620, 0o602]) {
+      chmodSync(token, mode);
+      expect(await refusal()).toBe(
+        `serverfs: configuration error: server.http.bearer_token_file: has mode 0${mode.toString(8)}, so group or others can reach the token; it must be 0600 or stricter (chmod 600 it)`,
+      );
+    }
+    chmodSync(token, 0o600);
+    chownSync(token, 65534, 65534);
+    expect(await refusal()).toBe(
+      `serverfs: configuration error: server.http.bearer_token_file: is owned by uid 65534, not by this user (uid ${process.getuid!()}); it must be this user's own file`,
+    );
   });
 
   test("a request without a Host header gets the contract's 421, like any Host outside the allowlist", async () => {

@@ -49,6 +49,7 @@ beforeAll(async () => {
   dir.file("ws/sub/file.txt", "in sub\n");
   dir.file("ws/.hidden", "h\n");
   dir.file("ws/secret-content.txt", "zq-secret-content-91c\n");
+  for (const key of ["id_ed25519_sk", "id_ecdsa_sk", "id_xmss", "id_github", "id_rsa.pub", "sub/id_ed25519"]) dir.file(`ws/${key}`, "zq-key-material\n");
   // 1024 bytes of text, then 200 MiB of NUL (sparse) before the first newline, then a line with a NUL.
   dir.file("ws/sparse.bin", "x".repeat(1024));
   truncateSync(`${ws}/sparse.bin`, 1024 + 200 * 2 ** 20);
@@ -184,6 +185,15 @@ describe("read_text_file: targets", () => {
       expect(await readCode(path)).toBe(code);
     });
   }
+  test("every SSH key name (id_*) is DENIED_PATH: other algorithms, renamed keys and the .pub halves too", async () => {
+    for (const name of ["id_ed25519_sk", "id_ecdsa_sk", "id_xmss", "id_github", "id_rsa.pub", "sub/id_ed25519"]) {
+      const r = await mcp.call("read_text_file", { workdir: "repo", path: name });
+      expect(errorCode(r)).toBe("DENIED_PATH");
+      expect(JSON.stringify(r)).not.toContain("zq-key-material");
+    }
+    const listed = structured<{ entries: { name: string }[] }>(await mcp.call("list_directory", { workdir: "repo", path: "" })).entries.map((e) => e.name);
+    expect(listed.filter((n) => n.startsWith("id_"))).toEqual([]);
+  });
   test("stat_file reports the symlink that reads refuse", async () => {
     expect(structured(await mcp.call("stat_file", { workdir: "repo", path: "link.txt" }))).toMatchObject({ type: "symlink", size: null });
   });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { chmodSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { runCli, spawnCli, waitForAuditEvent } from "../helpers/process.ts";
@@ -84,7 +85,7 @@ describe("Streamable HTTP", () => {
   beforeAll(async () => {
     proc = spawnCli(["mcp", "--config", config, "--http", "127.0.0.1:0"]);
     port = Number(String((await waitForAuditEvent(proc.stderr, "startup"))["listen"]).split(":")[1]);
-    dir.file("token", "s3cret-token\n");
+    chmodSync(dir.file("token", "s3cret-token\n"), 0o600);
     const tokenConfig = writeConfig(
       dir.path,
       {

@@ -14,7 +14,8 @@ afterAll(() => dir.remove());
 
 /** One line for a person on stderr (beside the MCP role's JSON log line), exit 2, for each command. */
 async function configError(file: string, doctorFails = true): Promise<string> {
-  const results = await Promise.all(["doctor", "bridge", "mcp"].map((cmd) => runCli([cmd, "--config", file])));
+  // a command that hangs (on a FIFO, say) is killed, so its test fails instead of waiting for ever
+  const results = await Promise.all(["doctor", "bridge", "mcp"].map((cmd) => runCli([cmd, "--config", file], { killAfterMs: 30_000 })));
   const [doctor, ...starting] = results;
   for (const r of starting) {
     expect(r.code).toBe(2);
@@ -44,6 +45,12 @@ describe("the config file", () => {
   test("a directory in its place: which file, and why", async () => {
     const d = dir.dir("a-dir.toml");
     expect(await configError(d)).toBe(`the config file ${d} cannot be read (it is a directory)`);
+  });
+
+  test("a FIFO in its place: refused without a read that would wait for a writer", async () => {
+    const fifo = join(dir.path, "fifo.toml");
+    expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0);
+    expect(await configError(fifo)).toBe(`the config file ${fifo} cannot be read (it is a FIFO)`);
   });
 
   test("a TOML error: its line and column", async () => {

@@ -4,7 +4,7 @@
  * then used as a host would use it. Real CLI, temporary HOME.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -21,7 +21,8 @@ function freshHome() {
   homes.push(home);
   const env = { HOME: home.path, XDG_CONFIG_HOME: "", XDG_RUNTIME_DIR: "", CODEX_HOME: join(home.path, ".codex") };
   const config = join(home.path, ".config", "serverfs", "serverfs.toml");
-  return { home, env, config, cli: (...args: string[]) => runCli(args, { env }) };
+  // a CLI that hangs (on a FIFO, say) is killed, so its test fails instead of waiting for ever
+  return { home, env, config, cli: (...args: string[]) => runCli(args, { env, killAfterMs: 30_000 }) };
 }
 
 /** The workdir tables of a config file, as loaded by TOML. */
@@ -133,6 +134,45 @@ describe("serverfs connect", () => {
     const again = await h.cli("connect", "codex", "--write");
     expect(again.stdout).toContain("already has [mcp_servers.serverfs]");
     expect(readFileSync(codexConfig, "utf8")).toBe(after);
+  });
+
+  test("codex --write escapes a config path's control characters, quotes and backslashes, so a strict TOML reader takes it back exactly", async () => {
+    const h = freshHome();
+    // DEL, C0 controls, a tab, a quote, a backslash and a C1 control (NEL) in one directory name
+    const config = join(h.home.dir('odd\u007fname\u0001\u001b\t"q\\b\u0085'), "serverfs.toml");
+    expect((await h.cli("init", h.home.dir("proj"), "--config", config)).code).toBe(0);
+    const r = await h.cli("connect", "codex", "--write", "--config", config);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const written = readFileSync(join(h.env.CODEX_HOME, "config.toml"), "utf8");
+    // no raw control character but the newlines between lines
+    expect(written.replace(/\n/g, "")).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+    const parsed = Bun.TOML.parse(written) as { mcp_servers: Record<string, { args: string[] }> };
+    expect(parsed.mcp_servers["serverfs"]!.args.slice(-2)).toEqual(["--config", config]);
+  });
+
+  test("codex --write refuses a config.toml that is a FIFO, a directory or a socket, without opening it: exit 1, NOT_A_FILE", async () => {
+    const h = freshHome();
+    await h.cli("init", h.home.dir("proj"));
+    const codexConfig = join(h.env.CODEX_HOME, "config.toml");
+    mkdirSync(h.env.CODEX_HOME, { recursive: true });
+    expect(Bun.spawnSync(["mkfifo", codexConfig]).exitCode).toBe(0);
+    // a read of the FIFO would block until a writer came: none ever does
+    const r = await h.cli("connect", "codex", "--write");
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toBe(`serverfs: NOT_A_FILE: ${codexConfig} is a FIFO, not a regular file; make it one, or point CODEX_HOME elsewhere\n`);
+    expect(statSync(codexConfig).isFIFO()).toBe(true);
+    rmSync(codexConfig);
+    mkdirSync(codexConfig);
+    expect((await h.cli("connect", "codex", "--write")).stderr).toContain(`${codexConfig} is a directory, not a regular file`);
+    rmSync(codexConfig, { recursive: true });
+    const socket = Bun.listen({ unix: codexConfig, socket: { data() {} } });
+    try {
+      expect((await h.cli("connect", "codex", "--write")).stderr).toContain(`${codexConfig} is a socket, not a regular file`);
+    } finally {
+      socket.stop(true);
+    }
   });
 
   test("without --write it prints; Claude Desktop is print-only; an unknown host is a usage error", async () => {

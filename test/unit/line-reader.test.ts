@@ -87,6 +87,43 @@ describe("readJsonLines: long lines parse as JSON.parse would", () => {
   });
 });
 
+describe("readJsonLines: nesting", () => {
+  /** `value` wrapped in `depth` arrays (each alternate one an object), as one line. */
+  const nested = (depth: number, value: string) => {
+    let line = value;
+    for (let d = 0; d < depth; d++) line = d % 2 === 0 ? `[${line}]` : `{"k":${line}}`;
+    return line;
+  };
+  const long = JSON.stringify("x".repeat(70_000));
+
+  test("a line nested 100,000 deep around a long string is NOT_JSON, like any malformed line, and the next line still reads", async () => {
+    const bytes = encode(`${nested(100_000, long)}
+{"type":"after"}
+`);
+    expect(await readAll(bytes, [1_000, 80_000, 150_000])).toEqual([NOT_JSON, { type: "after" }]);
+  });
+
+  test("a short line nested past 512 is NOT_JSON too; 512 deep parses, long string or not", async () => {
+    expect(
+      await readAll(
+        encode(`${nested(20_000, "1")}
+${nested(513, "1")}
+${nested(513, long)}
+`),
+        [],
+      ),
+    ).toEqual([NOT_JSON, NOT_JSON, NOT_JSON]);
+    const [short, withLong] = await readAll(
+      encode(`${nested(512, "1")}
+${nested(512, long)}
+`),
+      [],
+    );
+    expect(short).toEqual(JSON.parse(nested(512, "1")));
+    expect(withLong).toEqual(JSON.parse(nested(512, long)));
+  });
+});
+
 describe("readJsonLines: keepBytes", () => {
   test("a long string over keepBytes is kept as a prefix just over keepBytes; shorter ones whole", async () => {
     const rnd = random(99);

@@ -93,10 +93,12 @@ describe("built-in deny set", () => {
     for (const p of [".env", "a/.env", "id_rsa", "x/id_ed25519", ".ssh/known_hosts", ".aws/credentials", ".gnupg", ".kube/config"]) {
       expect(codeOf(p, open)).toBe("DENIED_PATH");
     }
-    for (const p of [".env.local", "prod.env", "cert.pem", "tls/server.key", "a.pem/b"]) expect(codeOf(p, open)).toBe("DENIED_PATH");
+    for (const p of [".env.local", "prod.env", "cert.pem", "tls/server.key", "a.pem/b", "id_ed25519_sk", "x/id_ecdsa_sk", "id_rsa.pub", "id_work"]) {
+      expect(codeOf(p, open)).toBe("DENIED_PATH");
+    }
   });
   test("near misses are not denied", () => {
-    for (const p of ["env", "id_rsa.pub", "x.pem.txt", "keys", "ssh", "my.envrc"]) expect(codeOf(p, open)).toBeNull();
+    for (const p of ["env", "my_id_rsa", "id-rsa", "ID_RSA", "x.pem.txt", "keys", "ssh", "my.envrc"]) expect(codeOf(p, open)).toBeNull();
   });
   test("disable_default_deny releases the built-in set", () => {
     const released = policy({ allow_hidden: true, disable_default_deny: true });

@@ -6,10 +6,11 @@
  * idle (http-sessions.ts).
  */
 import { timingSafeEqual } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { ConfigError, expandHome } from "../../shared/config/load.ts";
+import { isOwnerOnly, octal, ownUid, PRIVATE_FILE } from "../../shared/fs/modes.ts";
+import { type RegularFile, readRegularFile } from "../../shared/fs/regular-file.ts";
 import { UsageError } from "../args.ts";
 import { type HttpSession, HttpSessions } from "./http-sessions.ts";
 import { createMcpServer } from "./server.ts";
@@ -55,15 +56,30 @@ export function defaultAllowedHosts(host: string, port: number): string[] {
   return isLoopback(host) ? loopback : [formatHost(host, port), ...loopback];
 }
 
+const TOKEN_KEY = "server.http.bearer_token_file";
+
+/**
+ * The token, from a regular file of this user that nobody else may read or change, as ssh asks of a
+ * private key: anyone who can read it can call every tool, and anyone who can write it can choose it.
+ */
 function readBearerToken(file: string): string | null {
   if (file === "") return null;
-  let token: string;
+  let read: RegularFile;
   try {
-    token = readFileSync(expandHome(file), "utf8").replace(/\s+$/, "");
-  } catch {
-    throw new ConfigError("server.http.bearer_token_file: cannot be read");
+    read = readRegularFile(expandHome(file), (kind) => new ConfigError(`${TOKEN_KEY}: is ${kind}, not a regular file`));
+  } catch (e) {
+    if (e instanceof ConfigError) throw e;
+    throw new ConfigError(`${TOKEN_KEY}: cannot be read`);
   }
-  if (token === "") throw new ConfigError("server.http.bearer_token_file: is empty");
+  const { uid, mode } = read.stat;
+  if (uid !== ownUid()) throw new ConfigError(`${TOKEN_KEY}: is owned by uid ${uid}, not by this user (uid ${ownUid()}); it must be this user's own file`);
+  if (!isOwnerOnly(mode)) {
+    throw new ConfigError(
+      `${TOKEN_KEY}: has mode ${octal(mode)}, so group or others can reach the token; it must be ${octal(PRIVATE_FILE)} or stricter (chmod 600 it)`,
+    );
+  }
+  const token = read.text.replace(/\s+$/, "");
+  if (token === "") throw new ConfigError(`${TOKEN_KEY}: is empty`);
   return token;
 }
 
@@ -92,7 +108,7 @@ const header = (req: IncomingMessage, name: string): string | undefined => {
 function requireTokenOffLoopback(address: ListenAddress, token: string | null): void {
   if (isLoopback(address.host) || token !== null) return;
   throw new ConfigError(
-    `server.http.bearer_token_file: must be set to serve HTTP on the non-loopback address ${formatHost(address.host, address.port)} (set a bearer token file, or bind 127.0.0.1)`,
+    `${TOKEN_KEY}: must be set to serve HTTP on the non-loopback address ${formatHost(address.host, address.port)} (set a bearer token file, or bind 127.0.0.1)`,
   );
 }
 

@@ -4,12 +4,14 @@
  * for `connect --write`, applying it through the host's own CLI or config file without disturbing
  * what is already there. `init` prints the same text, so the docs, `init` and `connect` cannot drift.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { ServerFsError } from "../../shared/errors.ts";
 import { writePrivateFile } from "../../shared/fs/private-file.ts";
+import { readRegularFile } from "../../shared/fs/regular-file.ts";
 import { selfCommand } from "../self-command.ts";
+import { tomlString } from "./toml-string.ts";
 
 export const HOSTS = ["claude-code", "codex", "claude-desktop"] as const;
 export type Host = (typeof HOSTS)[number];
@@ -24,7 +26,6 @@ export function mcpLaunch(configPath: string): { command: string; args: string[]
 }
 
 const shellWord = (w: string) => (/^[A-Za-z0-9_./:=@%+-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`);
-const tomlString = (s: string) => JSON.stringify(s);
 
 /** `claude mcp add` for the user scope: every project of this user sees the server. */
 export function claudeCodeArgs(configPath: string): string[] {
@@ -96,7 +97,9 @@ export async function applyHostSetup(host: Host, configPath: string, opts: { aut
   }
   if (host === "codex") {
     const file = join(codexHome(), "config.toml");
-    const before = existsSync(file) ? readFileSync(file, "utf8") : "";
+    // a FIFO there would block a plain read forever; a directory, socket or device is no config
+    const notRegular = (kind: string) => new ServerFsError("NOT_A_FILE", `${file} is ${kind}, not a regular file; make it one, or point CODEX_HOME elsewhere`);
+    const before = existsSync(file) ? readRegularFile(file, notRegular).text : "";
     let parsed: Record<string, unknown>;
     try {
       parsed = Bun.TOML.parse(before) as Record<string, unknown>;

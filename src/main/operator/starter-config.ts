@@ -6,6 +6,7 @@
  */
 import { basename } from "node:path";
 import { SLOTS } from "../../shared/leases/lock-files.ts";
+import { tomlString } from "./toml-string.ts";
 
 /** The alias grammar of a workdir (docs/configuration.md): a letter first, at most 32 characters. */
 const ALIAS_MAX = 32;
@@ -41,14 +42,12 @@ export function starterWorkdirs(dirs: readonly string[], writable: boolean): Sta
   });
 }
 
-const q = (s: string) => JSON.stringify(s);
-
 export function starterConfig(workdirs: readonly StarterWorkdir[], now = new Date()): string {
   const tables = workdirs.flatMap((w, i) => [
     "[[workdirs]]",
     `slot = ${i + 1}`,
-    `alias = ${q(w.alias)}`,
-    `path = ${q(w.path)}`,
+    `alias = ${tomlString(w.alias)}`,
+    `path = ${tomlString(w.path)}`,
     `read_only = ${!w.writable}${w.writable ? "" : "          # `serverfs init --write` (or false here) lets the client edit"}`,
     '# description = "what this directory is, shown to the client"',
     "",

@@ -5,12 +5,13 @@
  * directory its value. These messages go to the operator's terminal or log at startup only, never to
  * an MCP client, so naming the operator's own configured paths is the point.
  */
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join } from "node:path";
 import * as v from "valibot";
 import { suggestion } from "../did-you-mean.ts";
 import { errnoReason } from "../fs/os-errors.ts";
+import { readRegularFile } from "../fs/regular-file.ts";
 import { type AgentMode, type ConfigFile, ConfigFileSchema, type Policy, type RuntimeName } from "./schema.ts";
 import { locateTomlError } from "./toml-location.ts";
 
@@ -79,8 +80,9 @@ export function loadConfig(opts: LoadOptions): Config {
   const source = findConfigFile(opts);
   let text: string;
   try {
-    text = readFileSync(source, "utf8");
+    text = readRegularFile(source, (kind) => new ConfigError(`the config file ${source} cannot be read (it is ${kind})`)).text;
   } catch (e) {
+    if (e instanceof ConfigError) throw e;
     throw new ConfigError(`the config file ${source} cannot be read (${errnoReason(e)})`);
   }
   let raw: unknown;

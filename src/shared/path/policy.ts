@@ -5,8 +5,10 @@
 import { ServerFsError } from "../errors.ts";
 import { globMatcher, type Matcher } from "./glob.ts";
 
-const BUILTIN_DENY_NAMES = new Set([".env", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", ".ssh", ".aws", ".gnupg", ".kube"]);
-const BUILTIN_DENY_GLOBS = [".env.*", "*.env", "*.pem", "*.key"].map((g) => globMatcher(g, { crossSlash: false }));
+const BUILTIN_DENY_NAMES = new Set([".env", ".ssh", ".aws", ".gnupg", ".kube"]);
+// `id_*`: every SSH key name, whatever its algorithm (id_ed25519_sk, id_ecdsa_sk, …) or suffix (id_work,
+// id_rsa.pub), not only the four default ones (docs/decisions.md)
+const BUILTIN_DENY_GLOBS = [".env.*", "*.env", "*.pem", "*.key", "id_*"].map((g) => globMatcher(g, { crossSlash: false }));
 
 export interface PathPolicyOptions {
   allow_hidden: boolean;

@@ -9,11 +9,12 @@
  * never its whole size in bytes, then again as a string, then again as parsed values.
  *
  * Offers `LongLine`: `push(bytes)` for each piece of the line in order (pieces are copied where kept),
- * `end()` → the parsed value, or `NOT_JSON` when the line is not JSON; throws
+ * `end()` → the parsed value, or `NOT_JSON` when the line is not JSON or nests too deep (line-depth.ts); throws
  * `ServerFsError("AGENT_PROVIDER_ERROR")` when the line is not valid UTF-8 (even in a dropped part).
  */
 import { ServerFsError } from "../../shared/errors.ts";
 import { decodeStrict } from "../../shared/utf8.ts";
+import { nestsTooDeep } from "./line-depth.ts";
 
 /** What a line that does not parse as JSON yields. */
 export const NOT_JSON: unique symbol = Symbol("not JSON");
@@ -376,6 +377,8 @@ export class LongLine {
     } catch {
       return NOT_JSON;
     }
+    // measured before `restore`, which recurses
+    if (nestsTooDeep(value)) return NOT_JSON;
     return this.longs.size === 0 ? value : restore(value, this.longs);
   }
 }

@@ -13,10 +13,11 @@ import type { Task } from "@modelcontextprotocol/sdk/types.js";
 import * as v from "valibot";
 import type { AuditLog } from "../../../shared/audit.ts";
 import { RelayedError, ServerFsError } from "../../../shared/errors.ts";
+import { isTaskId } from "../../../shared/ids.ts";
 import { type BridgeCaller, expectShape } from "../agent/agent-tool.ts";
 import { stripTaskIds, TaskResult } from "../agent/schemas.ts";
 import { type BridgeTask, toMcpTask } from "./mcp-task.ts";
-import { rpcError } from "./rpc-error.ts";
+import { notATaskId, rpcError } from "./rpc-error.ts";
 import type { ToolResult } from "./tool-outcome.ts";
 
 /** Tasks per tasks/list page, newest first; a page the Bridge finds over 1 MiB is asked for again in halves. */
@@ -41,8 +42,12 @@ const isNotFound = (e: unknown) => e instanceof ServerFsError && e.code === "AGE
 export class BridgeTaskStore implements TaskStore {
   constructor(private readonly opts: BridgeTaskStoreOptions) {}
 
-  /** The task as get_agent_task would show it; an unknown id is AGENT_TASK_NOT_FOUND. */
+  /**
+   * The task as get_agent_task would show it; an unknown id is AGENT_TASK_NOT_FOUND. Every tasks
+   * method reads the task first, so an id that cannot be one stops here, before the Bridge.
+   */
   async read(taskId: string, signal = this.opts.signal): Promise<BridgeTask> {
+    if (!isTaskId(taskId)) throw notATaskId();
     const raw = await this.opts.bridge("task.get", { task_id: taskId }, { signal });
     return expectShape(TaskResult, stripTaskIds(raw));
   }
@@ -67,6 +72,8 @@ export class BridgeTaskStore implements TaskStore {
   }
 
   async listTasks(cursor?: string): Promise<{ tasks: Task[]; nextCursor?: string }> {
+    // the cursor is a task id too
+    if (cursor !== undefined && !isTaskId(cursor)) throw notATaskId();
     for (let limit = TASKS_PAGE_SIZE; ; limit = Math.ceil(limit / 2)) {
       try {
         const raw = await this.opts.bridge("task.list", { limit, before_task_id: cursor ?? null }, { signal: this.opts.signal });
