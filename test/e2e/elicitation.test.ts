@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { readFileSync, writeFileSync } from "node:fs";
 import { CancelledNotificationSchema, type ElicitRequest, ElicitRequestSchema, type ElicitResult, type RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, startBridgeProcess } from "../helpers/bridge.ts";
-import { type McpSession, startStdio } from "../helpers/mcp-client.ts";
+import { type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
 import { poll } from "../helpers/poll.ts";
 import { eventually, hasStatus, isTerminal, type Json, ok, startHttp, submit, waitForTask } from "./support.ts";
 
@@ -261,6 +261,32 @@ describe("forms stay in their session and go away when answered elsewhere", () =
     expect((result.structuredContent as Json)["status"]).toBe("cancelled");
     await poll(() => human.cancelled(), 10_000, "the client saw the form cancelled");
     a.answer = () => ({ action: "cancel" });
+  });
+
+  test("the request expires while the form is open: the blocked call returns the interrupted task", async () => {
+    const expiring = bridgeEnv({ lifecycle: { interaction_timeout_seconds: 1 } });
+    const own = await startBridgeProcess(expiring);
+    try {
+      const s = asked(await startStdio(expiring.configPath, {}, [], { elicitation: {} }));
+      closing.push(s.session);
+      const human = neverAnswers(s);
+      const id = await approvalTask(s.session, "echo elicited-expired");
+      // followed the way a client does, until the call that shows the form (the request lives 1 s)
+      let cursor = 0;
+      for (;;) {
+        const call = s.session.call("read_agent_task_events", { task_id: id, after_event_id: cursor, wait_ms: 1000 });
+        if (await Promise.race([human.opened.then(() => true), call.then(() => false)])) {
+          expect((await call).isError).toBeFalsy();
+          break;
+        }
+        cursor = structured<{ next_after_event_id: number }>(await call).next_after_event_id;
+      }
+      await poll(() => human.cancelled(), 10_000, "the client saw the form cancelled");
+      expect(await ok(s.session, "get_agent_task", { task_id: id })).toMatchObject({ status: "interrupted", error_code: "AGENT_INTERACTION_TIMED_OUT" });
+    } finally {
+      await own.stop();
+      expiring.dir.remove();
+    }
   });
 
   test("over Streamable HTTP a session blocked on a form answered elsewhere is released, so the session cap can evict it", async () => {
