@@ -97,7 +97,7 @@ describe("envelope (schema version 1) and correlation propagation", () => {
 });
 
 describe("reading: cursor, limits, long poll", () => {
-  test("the exclusive cursor pages without repeating or skipping; next_after_event_id is the last id or the input", async () => {
+  test("the exclusive cursor pages without repeating or skipping; next_after_event_id is the last id or the input; last_event_id is the task's newest on every page", async () => {
     const taskId = await submit({ prompt: "events:7" });
     await waitFor(taskId, isTerminalTask);
     const all = await allEvents(sock, taskId);
@@ -105,12 +105,13 @@ describe("reading: cursor, limits, long poll", () => {
     const paged: EventEnvelope[] = [];
     let after = 0;
     for (let i = 0; i < 20; i++) {
-      const page = await call<{ events: EventEnvelope[]; next_after_event_id: number }>(sock, "task.events", {
+      const page = await call<{ events: EventEnvelope[]; next_after_event_id: number; last_event_id: number }>(sock, "task.events", {
         task_id: taskId,
         after_event_id: after,
         limit: 4,
       });
       expect(page.events.length).toBeLessThanOrEqual(4);
+      expect(page.last_event_id).toBe(all.at(-1)!.event_id);
       if (page.events.length === 0) {
         expect(page.next_after_event_id).toBe(after);
         break;

@@ -153,10 +153,12 @@ describe("methods", () => {
     });
   });
 
-  test("task.submit answers {task_id, status: queued, correlation_id, idempotency_key} at once", async () => {
+  test("task.submit answers {task_id, status: queued, correlation_id, idempotency_key, replayed: false} at once; a replay says replayed: true", async () => {
     const r = await submitTask(sock, { prompt: "sleep:300:done", correlation_id: "c-1", idempotency_key: "k-submit-shape" });
-    expect(Object.keys(r.result!).sort()).toEqual(["correlation_id", "idempotency_key", "status", "task_id"]);
-    expect(r.result).toMatchObject({ status: "queued", correlation_id: "c-1", idempotency_key: "k-submit-shape" });
+    expect(Object.keys(r.result!).sort()).toEqual(["correlation_id", "idempotency_key", "replayed", "status", "task_id"]);
+    expect(r.result).toMatchObject({ status: "queued", correlation_id: "c-1", idempotency_key: "k-submit-shape", replayed: false });
+    const again = await submitTask(sock, { prompt: "sleep:300:done", correlation_id: "c-2", idempotency_key: "k-submit-shape" });
+    expect(again.result).toMatchObject({ task_id: r.result!["task_id"], correlation_id: "c-1", replayed: true });
     expect(r.result!["task_id"]).toMatch(/^agt_[0-9a-f]{24}$/);
     await waitFor(r.result!["task_id"] as string, isTerminalTask);
   });

@@ -5,9 +5,10 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
-import { type ElicitRequest, ElicitRequestSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
+import { CancelledNotificationSchema, type ElicitRequest, ElicitRequestSchema, type ElicitResult, type RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, startBridgeProcess } from "../helpers/bridge.ts";
-import { type McpSession, startStdio } from "../helpers/mcp-client.ts";
+import { type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
+import { poll } from "../helpers/poll.ts";
 import { eventually, hasStatus, isTerminal, type Json, ok, startHttp, submit, waitForTask } from "./support.ts";
 
 type Form = ElicitRequest["params"];
@@ -15,20 +16,54 @@ type Form = ElicitRequest["params"];
 const propertiesOf = (form: Form): Record<string, Json> => ("requestedSchema" in form ? (form.requestedSchema.properties as Record<string, Json>) : {});
 type Answer = (form: Form) => Promise<ElicitResult> | ElicitResult;
 
-/** A session whose forms are answered by `answer` (settable per test) and recorded in `forms`. */
+/**
+ * A session whose forms are answered by `answer` (settable per test) and recorded in `forms`, with the
+ * JSON-RPC id of each (`formIds`) and the ids the server cancelled (`cancelledIds`, seen on the wire:
+ * the SDK's client ignores a cancellation of request id 0, the first form of an HTTP session).
+ */
 interface Asked {
   session: McpSession;
   forms: Form[];
+  formIds: RequestId[];
+  cancelledIds: Set<RequestId>;
   answer: Answer;
 }
 
 function asked(session: McpSession): Asked {
-  const out: Asked = { session, forms: [], answer: () => ({ action: "cancel" }) };
-  session.client.setRequestHandler(ElicitRequestSchema, async (request) => {
+  const out: Asked = { session, forms: [], formIds: [], cancelledIds: new Set(), answer: () => ({ action: "cancel" }) };
+  session.client.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
     out.forms.push(request.params);
+    out.formIds.push(extra.requestId);
     return out.answer(request.params);
   });
+  const transport = session.client.transport!;
+  const deliver = transport.onmessage!;
+  transport.onmessage = (message, extra) => {
+    const cancelled = CancelledNotificationSchema.safeParse(message);
+    if (cancelled.success && cancelled.data.params.requestId !== undefined) out.cancelledIds.add(cancelled.data.params.requestId);
+    deliver(message, extra);
+  };
   return out;
+}
+
+/**
+ * A human who never answers. `opened` resolves when a form arrives; `cancelled()` tells whether the
+ * server cancelled every form shown since.
+ */
+function neverAnswers(target: Asked): { opened: Promise<void>; cancelled(): boolean } {
+  const first = target.formIds.length;
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  target.answer = () => {
+    open();
+    return new Promise<ElicitResult>(() => {});
+  };
+  return {
+    opened,
+    cancelled: () => target.formIds.length > first && target.formIds.slice(first).every((id) => target.cancelledIds.has(id)),
+  };
 }
 
 // two cores shared with other suites: the bounds are generous
@@ -174,6 +209,118 @@ describe("elicitation over stdio", () => {
     expect(types).toContain("approval.requested");
     expect(types).toContain("approval.resolved");
     expect((await waitForTask(a.session, id, isTerminal))["final_response"]).toBe("approval=deny");
+  });
+});
+
+describe("forms stay in their session and go away when answered elsewhere", () => {
+  test("a session that replays the submit with the same idempotency_key gets the task but is never shown its form", async () => {
+    a.answer = () => ({ action: "decline" });
+    b.forms.length = 0;
+    b.answer = () => ({ action: "accept", content: { decision: "approve_once" } });
+    const args = { runtime: "fake", workdir: "repo", profile: "review", prompt: "approval:echo elicited-replay", idempotency_key: "elicit-replay-1" };
+    const id = (await ok<{ task_id: string }>(a.session, "submit_agent_task", args)).task_id;
+    await waitForTask(a.session, id, hasStatus("waiting_for_approval"));
+    const replay = await ok<Json>(b.session, "submit_agent_task", args);
+    expect(replay["task_id"]).toBe(id);
+    expect(Object.keys(replay).sort()).toEqual(["correlation_id", "idempotency_key", "status", "task_id"]);
+    expect((await ok(b.session, "get_agent_task", { task_id: id }))["status"]).toBe("waiting_for_approval");
+    await ok(b.session, "read_agent_task_events", { task_id: id, after_event_id: 0 });
+    expect(b.forms).toHaveLength(0);
+    expect((await ok(a.session, "get_agent_task", { task_id: id }))["status"]).toBe("waiting_for_approval");
+    expect(answers(b.session)).toHaveLength(0);
+    await ok(a.session, "cancel_agent_task", { task_id: id });
+  });
+
+  test("answered in another session while the form is open: the blocked call returns with the task's state, and the client sees the form cancelled", async () => {
+    const human = neverAnswers(a);
+    const id = await approvalTask(a.session, "echo elicited-withdrawn");
+    const waiting = await waitForTask(b.session, id, hasStatus("waiting_for_approval"));
+    const blocked = a.session.call("get_agent_task", { task_id: id });
+    await human.opened;
+    const requestId = String((waiting["pending_request"] as Json)["request_id"]);
+    await ok(b.session, "respond_agent_approval", { task_id: id, request_id: requestId, decision: "deny" });
+    const result = await blocked;
+    expect(result.isError).toBeFalsy();
+    const task = result.structuredContent as Json;
+    expect(task["pending_request"] ?? null).toBeNull();
+    await poll(() => human.cancelled(), 10_000, "the client saw the form cancelled");
+    await eventually(() => answers(a.session).some((r) => r["task_id"] === id && r["action"] === "withdrawn" && r["outcome"] === "stale"));
+    a.answer = () => ({ action: "cancel" });
+    expect((await waitForTask(a.session, id, isTerminal))["final_response"]).toBe("approval=deny");
+  });
+
+  test("the task cancelled while the form is open: the blocked call returns the cancelled task", async () => {
+    const human = neverAnswers(a);
+    const id = await approvalTask(a.session, "echo elicited-cancelled");
+    await waitForTask(b.session, id, hasStatus("waiting_for_approval"));
+    const blocked = a.session.call("get_agent_task", { task_id: id });
+    await human.opened;
+    await ok(b.session, "cancel_agent_task", { task_id: id });
+    const result = await blocked;
+    expect(result.isError).toBeFalsy();
+    expect((result.structuredContent as Json)["status"]).toBe("cancelled");
+    await poll(() => human.cancelled(), 10_000, "the client saw the form cancelled");
+    a.answer = () => ({ action: "cancel" });
+  });
+
+  test("the request expires while the form is open: the blocked call returns the interrupted task", async () => {
+    const expiring = bridgeEnv({ lifecycle: { interaction_timeout_seconds: 1 } });
+    const own = await startBridgeProcess(expiring);
+    try {
+      const s = asked(await startStdio(expiring.configPath, {}, [], { elicitation: {} }));
+      closing.push(s.session);
+      const human = neverAnswers(s);
+      const id = await approvalTask(s.session, "echo elicited-expired");
+      // followed the way a client does, until the call that shows the form (the request lives 1 s)
+      let cursor = 0;
+      for (;;) {
+        const call = s.session.call("read_agent_task_events", { task_id: id, after_event_id: cursor, wait_ms: 1000 });
+        if (await Promise.race([human.opened.then(() => true), call.then(() => false)])) {
+          expect((await call).isError).toBeFalsy();
+          break;
+        }
+        cursor = structured<{ next_after_event_id: number }>(await call).next_after_event_id;
+      }
+      await poll(() => human.cancelled(), 10_000, "the client saw the form cancelled");
+      expect(await ok(s.session, "get_agent_task", { task_id: id })).toMatchObject({ status: "interrupted", error_code: "AGENT_INTERACTION_TIMED_OUT" });
+    } finally {
+      await own.stop();
+      expiring.dir.remove();
+    }
+  });
+
+  test("over Streamable HTTP a session blocked on a form answered elsewhere is released, so the session cap can evict it", async () => {
+    const capped = `${env.dir.path}/elicitation-cap.toml`;
+    writeFileSync(capped, `${readFileSync(env.configPath, "utf8")}\n[server]\nhttp_max_sessions = 1\n`);
+    const served = await startHttp(capped, { elicitation: {} });
+    const http = asked(served);
+    closing.push(served);
+    const human = neverAnswers(http);
+    const id = await approvalTask(http.session, "echo elicited-cap");
+    const waiting = await waitForTask(b.session, id, hasStatus("waiting_for_approval"));
+    const blocked = http.session.call("get_agent_task", { task_id: id });
+    await human.opened;
+    const requestId = String((waiting["pending_request"] as Json)["request_id"]);
+    await ok(b.session, "respond_agent_approval", { task_id: id, request_id: requestId, decision: "approve_once" });
+    expect((await blocked).isError).toBeFalsy();
+    await poll(() => human.cancelled(), 10_000, "the client saw the form cancelled");
+    // the only session is idle now: a new one takes its place
+    const initialize = () =>
+      fetch(`http://127.0.0.1:${served.port}/mcp`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+        }),
+      }).then(async (r) => {
+        await r.text();
+        return r.status;
+      });
+    await poll(async () => (await initialize()) === 200, 10_000, "a new session admitted past the cap");
+    await eventually(() => http.session.audit().some((r) => r["event"] === "http_session_closed" && r["reason"] === "cap"));
   });
 });
 

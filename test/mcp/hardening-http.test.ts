@@ -1,7 +1,7 @@
 /**
  * Hardening of the HTTP transport (docs/reliability.md, "Hardening: writes, temp files, transfers
- * and HTTP"): never open off loopback by accident, 421 for a request without Host, and a bounded
- * number of sessions that expire when idle.
+ * and HTTP"): never open off loopback by accident, 421 for a request without Host, 400 for a gate
+ * header sent twice, and a bounded number of sessions that expire when idle.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, chownSync } from "node:fs";
@@ -223,6 +223,40 @@ describe("HTTP off loopback is never open by accident", () => {
       const foreign = await rawRequest(server.port, "POST /mcp HTTP/1.1\r\nHost: evil.example\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
       expect(foreign).toStartWith("HTTP/1.1 421 ");
       expect(foreign).not.toContain("evil");
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe("HTTP requests are never ambiguous", () => {
+  test("a gate header sent twice is 400 before any check: two Hosts (good first), two Authorizations (good, bad), two Origins, two session ids", async () => {
+    dir.file("token-dup", "tok-dup\n");
+    const config = writeConfig(dir.path, { server: { http: { bearer_token_file: `${dir.path}/token-dup` } }, workdirs }, "dup.toml");
+    const server = await spawnHttpServer(config);
+    try {
+      const body = JSON.stringify(INIT);
+      const host = `Host: 127.0.0.1:${server.port}\r\n`;
+      const auth = "Authorization: Bearer tok-dup\r\n";
+      const send = (headers: string) =>
+        rawRequest(
+          server.port,
+          `POST /mcp HTTP/1.1\r\n${headers}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n` +
+            `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+        );
+      // the same request with each header once is served
+      expect(await send(host + auth)).toStartWith("HTTP/1.1 200 ");
+      for (const headers of [
+        `${host}Host: evil.example\r\n${auth}`,
+        `${host}${auth}Authorization: Bearer wrong\r\n`,
+        `${host}${auth}Origin: http://127.0.0.1:${server.port}\r\nOrigin: https://evil.example\r\n`,
+        `${host}${auth}Mcp-Session-Id: one\r\nmcp-session-id: two\r\n`,
+      ]) {
+        const answer = await send(headers);
+        expect(answer).toStartWith("HTTP/1.1 400 ");
+        expect(answer).toEndWith("\r\n\r\nambiguous request\n");
+        expect(answer).not.toContain("evil");
+      }
     } finally {
       await server.stop();
     }

@@ -40,6 +40,22 @@ describe("approval forms", () => {
     });
   });
 
+  test("Codex under untrusted offers approve_once, deny, cancel_task: the form names no other decision, nor a value that is none", () => {
+    const f = formFor(
+      TASK,
+      pending("approval", { category: "command", command: "ls", available_decisions: ["cancel_task", "approve_once", "deny", "accept"] }),
+    );
+    const decision = props(f)["decision"]!;
+    expect(decision["enum"]).toEqual(["approve_once", "deny", "cancel_task"]);
+    expect(JSON.stringify(f.form)).not.toContain("approve_session");
+    expect(JSON.stringify(f.form)).not.toContain("accept");
+    expect(f.answer({ decision: "accept" })).toBeNull();
+    // an empty list offers all four (docs/task-model.md#human-in-the-loop-requests)
+    const all = formFor(TASK, pending("approval", { category: "file_change", available_decisions: [] }));
+    expect(props(all)["decision"]!["enum"]).toEqual(["approve_once", "approve_session", "deny", "cancel_task"]);
+    expect(String(props(all)["decision"]!["description"])).toContain("approve_session");
+  });
+
   test("a permission request: one checkbox per permission; the unticked ones are not granted", () => {
     const f = formFor(
       TASK,

@@ -14,14 +14,17 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 
 export interface ClientSession {
-  /** Tasks submitted through submit_agent_task in this session. */
+  /** Tasks submit_agent_task created in this session (an idempotent replay of another's never counts). */
   readonly submitted: Set<string>;
 }
 
 export type ElicitForm = Pick<ElicitRequestFormParams, "message" | "requestedSchema">;
 
-/** Asks the human one form within the call in flight; rejects when the client fails, times out or the call ends. */
-export type Ask = (form: ElicitForm) => Promise<ElicitResult>;
+/**
+ * Asks the human one form within the call in flight; rejects when the client fails, times out, the call
+ * ends or `withdraw` aborts (the client is then told the request is cancelled).
+ */
+export type Ask = (form: ElicitForm, withdraw: AbortSignal) => Promise<ElicitResult>;
 
 /**
  * How long a form may stay open. A human may take a while; the SDK's own default (60 s) is too short,
@@ -44,9 +47,9 @@ function offersForms(server: Server): boolean {
 export function askerFor(server: Server, enabled: boolean, extra: RequestHandlerExtra<ServerRequest, ServerNotification>, processEnd: AbortSignal): Ask | null {
   if (!enabled || !offersForms(server)) return null;
   const signal = AbortSignal.any([processEnd, extra.signal]);
-  return (form) =>
+  return (form, withdraw) =>
     extra.sendRequest({ method: "elicitation/create", params: { mode: "form", ...form } }, ElicitResultSchema, {
-      signal,
+      signal: AbortSignal.any([signal, withdraw]),
       timeout: ASK_TIMEOUT_MS,
     });
 }

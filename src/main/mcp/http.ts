@@ -1,5 +1,6 @@
 /**
- * Streamable HTTP at `/mcp` (docs/mcp-tools.md#streamable-http). Every request first passes the Host allowlist
+ * Streamable HTTP at `/mcp` (docs/mcp-tools.md#streamable-http). Every request first has each header a gate
+ * reads at most once (400), then passes the Host allowlist
  * (421, a missing Host too), the Origin allowlist (403) and, when configured, the bearer token
  * (401); only then does it reach the session's SDK transport. Rejection bodies are fixed phrases
  * that echo nothing. Off loopback a bearer token is required; sessions are capped and expire when
@@ -99,6 +100,25 @@ function reply(res: ServerResponse, status: number, text: string, headers: Recor
   res.end(body);
 }
 
+/**
+ * The headers a gate or the session routing reads. Node keeps the first of two `Host` or
+ * `Authorization` headers and joins two `Origin` or `Mcp-Session-Id` headers, so a request that
+ * repeats one would be judged on a value some other reader of it (a proxy, a log) does not see.
+ */
+const SINGLE_HEADERS = new Set(["host", "authorization", "origin", "mcp-session-id"]);
+
+/** Whether a header of SINGLE_HEADERS occurs more than once (RFC 9112: two Host headers are a 400). */
+function repeatsGateHeader(req: IncomingMessage): boolean {
+  const seen = new Set<string>();
+  for (let i = 0; i < req.rawHeaders.length; i += 2) {
+    const name = req.rawHeaders[i]!.toLowerCase();
+    if (!SINGLE_HEADERS.has(name)) continue;
+    if (seen.has(name)) return true;
+    seen.add(name);
+  }
+  return false;
+}
+
 const header = (req: IncomingMessage, name: string): string | undefined => {
   const v = req.headers[name];
   return Array.isArray(v) ? v[0] : v;
@@ -132,6 +152,7 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
   let allowedHosts = new Set<string>();
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (repeatsGateHeader(req)) return reply(res, 400, "ambiguous request");
     const host = header(req, "host")?.toLowerCase();
     if (!host || !allowedHosts.has(host)) return reply(res, 421, "misdirected request");
     const origin = header(req, "origin");

@@ -63,6 +63,8 @@ export async function readEvents(ctx: ServiceContext, p: Params<"task.events">, 
     correlation_id: task.correlation_id,
     events,
     next_after_event_id: events.length > 0 ? events[events.length - 1]!.event_id : after,
+    // where a reader that wants only what comes next starts (the MCP side's form watch)
+    last_event_id: ctx.store.maxEventId(p.task_id),
   };
 }
 

@@ -48,7 +48,7 @@ export async function submitTask(ctx: ServiceContext, p: Params<"task.submit">) 
     if (existing.request_fingerprint !== fingerprint) {
       throw new ServerFsError("AGENT_IDEMPOTENCY_CONFLICT", "this idempotency key was used for a different request");
     }
-    return { task_id: existing.task_id, status: existing.status, correlation_id: existing.correlation_id, idempotency_key: idempotencyKey };
+    return { task_id: existing.task_id, status: existing.status, correlation_id: existing.correlation_id, idempotency_key: idempotencyKey, replayed: true };
   };
   const early = replay();
   if (early) return early;
@@ -147,7 +147,7 @@ export async function submitTask(ctx: ServiceContext, p: Params<"task.submit">) 
     // every expected failure is settled inside; this keeps an unexpected one from taking the Bridge down
     ctx.deps.audit.error("run_failed", { task_id: taskId, error_type: e instanceof Error ? e.name : typeof e });
   });
-  return { task_id: taskId, status: "queued", correlation_id: correlationId, idempotency_key: idempotencyKey };
+  return { task_id: taskId, status: "queued", correlation_id: correlationId, idempotency_key: idempotencyKey, replayed: false };
 }
 function newGuard(task: TaskRow): Guard {
   return {

@@ -64,14 +64,16 @@ export function proxyTools(deps: AgentDeps): Record<string, ToolDef> {
       }),
       extraTimeoutMs: (a) => a.wait_ms,
       // A long poll returns at the event that opens a request, so the form goes out right after it;
-      // once an answer reached the Bridge the page is read again, without waiting, to show its effect.
+      // once a form's request was answered (there or elsewhere) the page is read again, without
+      // waiting, to show what that did.
       settle: async (a, page, call) => {
         if (!mayElicit(call, a.task_id)) return page;
-        const { answered } = await elicitPending(deps, call, a.task_id);
-        if (answered === 0) return page;
+        const { settled } = await elicitPending(deps, call, a.task_id);
+        if (settled === 0) return page;
         return deps.bridge("task.events", { task_id: a.task_id, after_event_id: a.after_event_id, limit: a.limit }, { signal: call.signal });
       },
-      present: (r) => ({
+      // last_event_id is the Bridge's, for its own readers (the form watch); a client follows the cursor
+      present: ({ last_event_id: _, ...r }) => ({
         ...r,
         events: Array.isArray(r["events"]) ? r["events"].map((e: Record<string, unknown>) => ({ ...e, payload: stripEventIds(e["payload"]) })) : r["events"],
       }),

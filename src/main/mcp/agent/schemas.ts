@@ -29,6 +29,13 @@ export const SubmitResult = v.looseObject({
   idempotency_key: nullableString(),
 });
 
+/**
+ * What `task.submit` answers: the tool's result, and whether the key's existing task was returned
+ * (docs/bridge-rpc.md#idempotency). Only a task this call created makes the session its submitter
+ * (docs/elicitation.md); a Bridge that does not say counts as a replay.
+ */
+export const BridgeSubmitted = v.looseObject({ ...SubmitResult.entries, replayed: v.optional(v.boolean(), true) });
+
 const PendingRequest = v.looseObject({
   request_id: v.string(),
   task_id: v.string(),

@@ -16,7 +16,7 @@ import { requireWorkspace } from "../deps.ts";
 import { choiceParam, pathParam, textParam, withDefault, workdirParam } from "../params.ts";
 import { defineTool, type ToolDef } from "../tool.ts";
 import { AGENT_AUDIT, type AgentDeps, agentAnnotations, expectShape, opaqueTextParam } from "./agent-tool.ts";
-import { SubmitResult } from "./schemas.ts";
+import { BridgeSubmitted, SubmitResult } from "./schemas.ts";
 
 export function submitAgentTask(deps: AgentDeps): ToolDef {
   const runtimes = ["codex", "claude", ...(deps.config.bridge.enable_fake_runtime ? ["fake"] : [])];
@@ -81,9 +81,10 @@ export function submitAgentTask(deps: AgentDeps): ToolDef {
         },
         { signal: call.signal },
       );
-      const result = expectShape(SubmitResult, raw);
-      // the tasks whose requests this session may be asked (docs/elicitation.md)
-      call.session.submitted.add(result.task_id);
+      const { replayed, ...result } = expectShape(BridgeSubmitted, raw);
+      // the tasks whose requests this session may be asked (docs/elicitation.md): an idempotent replay
+      // returns the task but never makes this session its submitter
+      if (!replayed) call.session.submitted.add(result.task_id);
       Object.assign(call.audit, { task_id: result.task_id, status: result.status, correlation_id: result.correlation_id });
       return result;
     },

@@ -2,22 +2,35 @@
  * An approval as a form (docs/elicitation.md): the message says what the step will do — its summary,
  * the command and where it runs, the files with their change kinds and then their diffs (a withheld
  * diff is said to be withheld), the tool and its input, the permissions — and the form offers the
- * request's decisions, plus one checkbox per requested permission.
+ * request's decisions and no other, each explained, plus one checkbox per requested permission.
  */
+import { DECISIONS, type Decision } from "../../../../shared/hitl-validation.ts";
 import { FormMessage } from "./form-message.ts";
 import { type Json, list, type PendingForm, text } from "./pending-form.ts";
 
-const ALL_DECISIONS = ["approve_once", "approve_session", "deny", "cancel_task"];
 /** A tool's input is shown, but never crowds out the rest of the message. */
 const TOOL_INPUT_BYTES = 2048;
 const PERMISSION_DETAILS_BYTES = 512;
 
-const DECISION_HELP =
-  "approve_once: allow this step; approve_session: allow it for the rest of the session; deny: the step does not happen and the agent goes on; cancel_task: the step does not happen and the task is cancelled.";
+const DECISION_HELP: Record<Decision, string> = {
+  approve_once: "approve_once: allow this step",
+  approve_session: "approve_session: allow it for the rest of the session",
+  deny: "deny: the step does not happen and the agent goes on",
+  cancel_task: "cancel_task: the step does not happen and the task is cancelled",
+};
+
+/**
+ * The decisions the request offers, in the usual order; an empty list offers all four
+ * (docs/task-model.md#human-in-the-loop-requests). A value that is no decision is never offered.
+ */
+function offeredDecisions(payload: Json): Decision[] {
+  const offered = payload["available_decisions"];
+  if (!Array.isArray(offered) || offered.length === 0) return [...DECISIONS];
+  return DECISIONS.filter((d) => offered.includes(d));
+}
 
 export function approvalForm(taskId: string, requestId: string, payload: Json): PendingForm {
-  const offered = list(payload["available_decisions"]).map(String);
-  const decisions = offered.length > 0 ? offered : ALL_DECISIONS;
+  const decisions = offeredDecisions(payload);
   const permissions = list(payload["requested_permissions"]);
 
   const message = new FormMessage()
@@ -56,7 +69,12 @@ export function approvalForm(taskId: string, requestId: string, payload: Json): 
       requestedSchema: {
         type: "object",
         properties: {
-          decision: { type: "string", title: "Decision", description: DECISION_HELP, enum: decisions },
+          decision: {
+            type: "string",
+            title: "Decision",
+            description: `${decisions.map((d) => DECISION_HELP[d]).join("; ")}.`,
+            enum: decisions,
+          },
           ...Object.fromEntries(
             grants.map(([key], i) => [key, { type: "boolean", title: `Grant permission ${i + 1} (${String(permissions[i]!["kind"])})`, default: true }]),
           ),
@@ -65,8 +83,8 @@ export function approvalForm(taskId: string, requestId: string, payload: Json): 
       },
     },
     answer(content) {
-      const decision = content["decision"];
-      if (typeof decision !== "string" || !decisions.includes(decision)) return null;
+      const decision = decisions.find((d) => d === content["decision"]);
+      if (decision === undefined) return null;
       const granted = grants.filter(([key]) => content[key] !== false).map(([, id]) => id);
       return {
         method: "task.approval.respond",

@@ -1,43 +1,44 @@
 /**
  * Asking the human within a call (docs/elicitation.md). `elicitPending` is the one way in, for
  * get_agent_task and read_agent_task_events here and for the MCP Tasks handlers (`tasks/result`):
- * while a task this session submitted has a pending approval or question, and the client can be
+ * while a task this session created has a pending approval or question, and the client can be
  * asked, it sends the request as a form on the call's own stream and forwards an accepted answer
  * through the same Bridge methods as respond_agent_approval / answer_agent_question. It answers the
  * task as it stands after the replies.
  *
  * A declined or cancelled form (or one that failed or timed out) leaves the request pending for the
  * poll-based tools, and is not asked again within the same call (`asked`); a later call asks it
- * again. An answer that lost the race — answered elsewhere, expired, withdrawn, its task ended — is
- * shown to nobody as an error: the call just answers the task's state.
+ * again. A form whose request stops being pending meanwhile — answered elsewhere, expired, withdrawn
+ * by the provider, its task ended — is withdrawn: the elicitation request is cancelled at the client
+ * and the call goes on at once. An answer that lost that race is shown to nobody as an error either:
+ * the call just answers the task's state.
  */
 import { ServerFsError } from "../../../../shared/errors.ts";
 import type { ToolCall } from "../../tool.ts";
 import type { AgentDeps } from "../agent-tool.ts";
-import { formFor, type Json } from "./pending-form.ts";
+import { formFor, type Json, openRequest } from "./pending-form.ts";
+import { untilWithdrawn } from "./withdrawal.ts";
 
 /** The Bridge's answers to a reply that came too late (docs/bridge-rpc.md#taskapprovalrespond-and-taskquestionanswer). */
 const LOST_RACE = new Set(["REQUEST_STALE", "REQUEST_ALREADY_RESOLVED", "REQUEST_NOT_FOUND", "AGENT_TASK_NOT_FOUND"]);
+
+/** The reason the client is given for a withdrawn form's cancellation; it names nothing of the request. */
+const WITHDRAWN = "the request is no longer pending";
 
 /** A task asks one request at a time; this bounds the forms of one call (a runtime that asks again and again). */
 const MAX_FORMS_PER_CALL = 16;
 
 type Outcome = "resolved" | "stale" | "pending" | "refused";
 
-/** Whether this call may ask about this task: the client can be asked and this session submitted it. */
+/** Whether this call may ask about this task: the client can be asked and this session created it. */
 export function mayElicit(call: ToolCall, taskId: string): boolean {
   return call.ask !== null && call.session.submitted.has(taskId);
 }
 
-/** The pending request of a task as task.get answers it, if it is still open. */
-function openRequest(task: Json): Json | null {
-  const pending = task["pending_request"] as Json | null | undefined;
-  return pending && pending["status"] === "pending" ? pending : null;
-}
-
 /**
  * `task` is the task as task.get last answered it (fetched when absent). Returns the task as it
- * stands after the forms, and how many answers reached the Bridge; with nothing to ask, `task` as given.
+ * stands after the forms, and how many of the forms' requests stopped being pending meanwhile (answered
+ * through the form or elsewhere); with nothing to ask, `task` as given.
  */
 export async function elicitPending(
   deps: AgentDeps,
@@ -45,20 +46,20 @@ export async function elicitPending(
   taskId: string,
   task?: Json,
   asked: Set<string> = new Set(),
-): Promise<{ task: Json; answered: number }> {
+): Promise<{ task: Json; settled: number }> {
   const get = () => deps.bridge("task.get", { task_id: taskId }, { signal: call.signal });
   let current = task ?? (await get());
-  let answered = 0;
-  if (!mayElicit(call, taskId)) return { task: current, answered };
+  let settled = 0;
+  if (!mayElicit(call, taskId)) return { task: current, settled };
   for (let forms = 0; forms < MAX_FORMS_PER_CALL; forms++) {
     const pending = openRequest(current);
     if (!pending || asked.has(String(pending["request_id"]))) break;
     asked.add(String(pending["request_id"]));
     const outcome = await askOne(deps, call, taskId, pending);
-    if (outcome === "resolved") answered++;
+    if (outcome === "resolved" || outcome === "stale") settled++;
     current = await get();
   }
-  return { task: current, answered };
+  return { task: current, settled };
 }
 
 async function askOne(deps: AgentDeps, call: ToolCall, taskId: string, pending: Json): Promise<Outcome> {
@@ -67,13 +68,30 @@ async function askOne(deps: AgentDeps, call: ToolCall, taskId: string, pending: 
   const record = (action: string, decision: string | null, outcome: Outcome) =>
     deps.audit.info("agent_elicitation_answered", { ...line, action, decision, outcome });
 
+  // the form and the watch race: whichever ends first ends the other
+  const formEnded = new AbortController();
+  const withdraw = new AbortController();
+  void untilWithdrawn(deps, taskId, line.request_id, AbortSignal.any([call.signal, formEnded.signal])).then(
+    () => {
+      if (!formEnded.signal.aborted) withdraw.abort(WITHDRAWN);
+    },
+    () => {
+      // the form ended first, or the Bridge could not be watched: the form stays until it is answered
+    },
+  );
   let reply: Awaited<ReturnType<NonNullable<ToolCall["ask"]>>>;
   try {
-    reply = await call.ask!(form);
+    reply = await call.ask!(form, withdraw.signal);
   } catch {
+    if (withdraw.signal.aborted) {
+      record("withdrawn", null, "stale");
+      return "stale";
+    }
     // the client failed the request, the form timed out, or the call ended: nothing was answered
     record("failed", null, "pending");
     return "pending";
+  } finally {
+    formEnded.abort();
   }
   if (reply.action !== "accept") {
     record(reply.action, null, "pending");

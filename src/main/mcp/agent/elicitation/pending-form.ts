@@ -26,5 +26,11 @@ export function formFor(taskId: string, pending: Json): PendingForm {
   return pending["kind"] === "question" ? questionForm(taskId, requestId, payload) : approvalForm(taskId, requestId, payload);
 }
 
+/** The pending request of a task as task.get answers it, if it is still open. */
+export function openRequest(task: Json): Json | null {
+  const pending = task["pending_request"] as Json | null | undefined;
+  return pending && pending["status"] === "pending" ? pending : null;
+}
+
 export const text = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
 export const list = (v: unknown): Json[] => (Array.isArray(v) ? (v as Json[]) : []);
