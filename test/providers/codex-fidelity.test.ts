@@ -121,7 +121,7 @@ describe.skipIf(!CODEX_PRESENT)("item 1: a review task runs beside the write tas
 });
 
 describe("item 1: an approval that still arrives for a review task is declined by the Bridge", () => {
-  test("command, file-change and permission requests: each declined with approval.auto_declined (review_task), no human asked", async () => {
+  test("command, file-change, permission and MCP tool-call requests: each declined with approval.auto_declined (review_task), no human asked", async () => {
     const dir = tempDir("sfs-scripted-codex-");
     cleanupDirs.push(dir);
     const { s } = await stack([], { bin: scriptedAppServerBin(dir.path), ...UNTRUSTED, sandbox: "workspace-write" });
@@ -133,13 +133,14 @@ describe("item 1: an approval that still arrives for a review task is declined b
     expect(told).toEqual({
       approvalPolicy: "never",
       sandbox: "read-only",
-      replies: { "0": { decision: "decline" }, "1": { decision: "decline" }, "2": { permissions: {}, scope: "turn" } },
+      replies: { "0": { decision: "decline" }, "1": { decision: "decline" }, "2": { permissions: {}, scope: "turn" }, "3": { action: "decline" } },
     });
     const events = await s.events(taskId);
     expect(declinedUnasked(events)).toEqual([
       { category: "command", title: "Run a command", reason: "review_task" },
       { category: "file_change", title: "Apply file changes", reason: "review_task" },
       { category: "provider_permission", title: "Grant additional permissions", reason: "review_task" },
+      { category: "mcp_tool", title: "Use an MCP tool", reason: "review_task" },
     ]);
   }, 60_000);
 });

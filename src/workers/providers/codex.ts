@@ -271,7 +271,8 @@ class CodexRun {
   private ours(params: Record<string, unknown>): boolean {
     if (this.threadId === null || params["threadId"] !== this.threadId) return false;
     const turnId = params["turnId"];
-    return turnId === undefined || this.turnId === null || turnId === this.turnId;
+    // an MCP elicitation's turn is null when Codex could not tie it to one
+    return turnId === undefined || turnId === null || this.turnId === null || turnId === this.turnId;
   }
 
   private onNotification(method: string, params: Record<string, unknown>): void {
