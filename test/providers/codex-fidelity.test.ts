@@ -145,6 +145,19 @@ describe("item 1: an approval that still arrives for a review task is declined b
   }, 60_000);
 });
 
+describe("item 1: a review whose thread keeps an extension on never starts its turn", () => {
+  for (const leftOn of ["hook", "mcp_server"] as const) {
+    test(`a ${leftOn} the review's config did not turn off: the task fails AGENT_PROVIDER_ERROR, nothing is asked or declined`, async () => {
+      const dir = tempDir("sfs-scripted-codex-");
+      cleanupDirs.push(dir);
+      const { s } = await stack([], { bin: scriptedAppServerBin(dir.path, leftOn) });
+      const taskId = await s.submit({ profile: "review", prompt: "review" });
+      expect(await s.finish(taskId)).toMatchObject({ status: "failed", error_code: "AGENT_PROVIDER_ERROR" });
+      expect(declinedUnasked(await s.events(taskId))).toEqual([]);
+    }, 60_000);
+  }
+});
+
 describe.skipIf(!CODEX_PRESENT)("item 2: every decision is offered", () => {
   test("a command approval offers deny; deny declines the command, the model is told, and the turn goes on", async () => {
     const { s, mock } = await stack([{ exec: "echo x > denied.txt" }, done("not run")], UNTRUSTED);

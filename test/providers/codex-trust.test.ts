@@ -5,7 +5,8 @@
  * server whose tool writes into the workdir (test/fixtures/mcp-write-server.ts).
  *
  * - A review task never writes through an MCP server, even one whose tools are auto-approved, and
- *   even while a write task holds the writer lease (docs/agent-requests.md "Review tasks never ask").
+ *   even while a write task holds the writer lease, nor through a hook the user trusted
+ *   (docs/agent-requests.md "Review tasks never ask").
  * - Codex's approval of an MCP tool call is an `mcp_tool` approval a human answers; approve runs the
  *   tool, deny does not and the model is told (docs/agent-requests.md "MCP tools").
  * - A command that runs outside the sandbox says so (docs/agent-requests.md "Commands").
@@ -42,6 +43,26 @@ function addNotesServer(s: AgentStack, mode?: "approve"): void {
     `command = ${JSON.stringify(process.execPath)}`,
     `args = [${JSON.stringify(MCP_WRITE_SERVER)}, ${JSON.stringify(s.workspace)}]`,
     ...(mode ? [`default_tools_approval_mode = "${mode}"`] : []),
+    "",
+  ];
+  appendFileSync(join(s.runtimeHome, "config.toml"), lines.join("\n"));
+}
+
+/**
+ * Adds a PreToolUse hook to the user's Codex config that leaves `hooked` in the directory it runs in,
+ * trusted as Codex records a person's trust (`[hooks.state."<key>"] trusted_hash`, the hash Codex
+ * 0.171.0 computes for this hook, as `hooks/list` reports it).
+ */
+function addTrustedHook(s: AgentStack): void {
+  const key = `${s.runtimeHome}/config.toml:pre_tool_use:0:0`;
+  const lines = [
+    "",
+    "[[hooks.PreToolUse]]",
+    "[[hooks.PreToolUse.hooks]]",
+    'type = "command"',
+    'command = "touch hooked"',
+    `[hooks.state.${JSON.stringify(key)}]`,
+    'trusted_hash = "sha256:5c0c819438e3f628ad8342ad71d3e2f6cbb86af18f313d9cded7ef0a17895bc0"',
     "",
   ];
   appendFileSync(join(s.runtimeHome, "config.toml"), lines.join("\n"));
@@ -86,6 +107,20 @@ describe.skipIf(!CODEX_PRESENT)("item 1: a review task never writes through the 
     expect(readFileSync(join(s.workspace, "by-writer.txt"), "utf8")).toBe("w\n");
     expect(existsSync(join(s.workspace, "by-review.txt"))).toBe(false);
   }, 90_000);
+});
+
+describe.skipIf(!CODEX_PRESENT)("item 1: a review task never runs the user's hooks", () => {
+  test("a trusted hook that writes runs for a write task, and not for a review", async () => {
+    const { s } = await stack([{ exec: "ls" }, done("listed"), { exec: "ls" }, done("reviewed")], { approval_policy: "never", sandbox: "workspace-write" });
+    addTrustedHook(s);
+    const hooked = join(s.workspace, "hooked");
+    // the hook is live: it writes for a write task (outside Codex's sandbox, as hooks run)
+    expect(await s.finish(await s.submit({ prompt: "list" }))).toMatchObject({ status: "succeeded", final_response: "listed" });
+    expect(existsSync(hooked)).toBe(true);
+    rmSync(hooked);
+    expect(await s.finish(await s.submit({ profile: "review", prompt: "review" }))).toMatchObject({ status: "succeeded", final_response: "reviewed" });
+    expect(existsSync(hooked)).toBe(false);
+  }, 60_000);
 });
 
 describe.skipIf(!CODEX_PRESENT)("item 2: Codex's MCP tool calls are asked as mcp_tool approvals", () => {

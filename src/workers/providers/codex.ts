@@ -74,6 +74,15 @@ const TurnCompleted = v.looseObject({
 const ConfigReadResult = v.looseObject({
   config: v.looseObject({ mcp_servers: v.optional(v.nullable(v.record(v.string(), v.unknown()))) }),
 });
+const HooksList = v.looseObject({
+  data: v.array(
+    v.looseObject({
+      hooks: v.array(v.looseObject({ enabled: v.optional(v.boolean(), true), trustStatus: v.optional(v.nullable(v.string())) })),
+    }),
+  ),
+});
+/** Hooks Codex does not run: one the user never trusted, or one changed since. */
+const IDLE_HOOKS = new Set(["untrusted", "modified"]);
 const McpStatusPage = v.looseObject({
   data: v.array(v.looseObject({ runtimeStatus: v.optional(v.nullable(v.string())) })),
   nextCursor: v.optional(v.nullable(v.string())),
@@ -199,7 +208,7 @@ class CodexRun {
         "the agent runtime refused to start a thread",
       );
       const id = expect(ThreadResult, r, "the agent runtime sent no thread").thread.id;
-      if (review) await this.checkNoMcpServer(id);
+      if (review) await this.checkIsolated(id);
       return id;
     }
     const r = await this.step(
@@ -211,7 +220,7 @@ class CodexRun {
     if (!id.success || id.output.thread.id !== resumeId) {
       throw new ServerFsError("AGENT_SESSION_NOT_RESUMABLE", "the session cannot be resumed");
     }
-    if (review) await this.checkNoMcpServer(resumeId);
+    if (review) await this.checkIsolated(resumeId);
     return resumeId;
   }
 
@@ -228,9 +237,15 @@ class CodexRun {
 
   /**
    * Fails closed when the review's thread still has an MCP server that is not off (one configured
-   * between the read and the start, or brought some other way): the turn never starts.
+   * between the read and the start, or brought some other way) or a hook Codex would run: the turn
+   * never starts.
    */
-  private async checkNoMcpServer(threadId: string): Promise<void> {
+  private async checkIsolated(threadId: string): Promise<void> {
+    const hooks = await this.step(this.rpc.request("hooks/list", { threadId }), "AGENT_PROVIDER_ERROR", "the agent runtime did not list its hooks");
+    const listed = expect(HooksList, hooks, "the agent runtime sent no hook list").data.flatMap((entry) => entry.hooks);
+    if (listed.some((hook) => hook.enabled && !IDLE_HOOKS.has(hook.trustStatus ?? ""))) {
+      throw new ServerFsError("AGENT_PROVIDER_ERROR", "a review cannot run with a hook on, and one of the runtime's could not be turned off");
+    }
     let cursor: string | null = null;
     do {
       const r = await this.step(
