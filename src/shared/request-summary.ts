@@ -43,7 +43,8 @@ export function requestSummary(kind: "approval" | "question", payload: Json): st
   if (files.length > 0) return oneLine(`${title}: ${files.map((f) => `${f.kind} ${f.path}`).join(", ")}`);
   const permissions = Array.isArray(payload["requested_permissions"]) ? (payload["requested_permissions"] as Json[]) : [];
   if (permissions.length > 0) return oneLine(`${title}: ${permissions.map((p) => String(p["kind"])).join(", ")}`);
-  const tool = str(payload["tool"]);
+  // a Codex MCP tool is named with its server, as Claude's mcp__server__tool names carry it
+  const tool = [str(payload["server"]), str(payload["tool"])].filter((x) => x !== undefined).join("/");
   return oneLine(tool ? `${title}: ${tool}` : title);
 }
 

@@ -121,7 +121,7 @@ describe.skipIf(!CODEX_PRESENT)("item 1: a review task runs beside the write tas
 });
 
 describe("item 1: an approval that still arrives for a review task is declined by the Bridge", () => {
-  test("command, file-change and permission requests: each declined with approval.auto_declined (review_task), no human asked", async () => {
+  test("command, file-change, permission and MCP tool-call requests: each declined with approval.auto_declined (review_task), no human asked", async () => {
     const dir = tempDir("sfs-scripted-codex-");
     cleanupDirs.push(dir);
     const { s } = await stack([], { bin: scriptedAppServerBin(dir.path), ...UNTRUSTED, sandbox: "workspace-write" });
@@ -133,15 +133,29 @@ describe("item 1: an approval that still arrives for a review task is declined b
     expect(told).toEqual({
       approvalPolicy: "never",
       sandbox: "read-only",
-      replies: { "0": { decision: "decline" }, "1": { decision: "decline" }, "2": { permissions: {}, scope: "turn" } },
+      replies: { "0": { decision: "decline" }, "1": { decision: "decline" }, "2": { permissions: {}, scope: "turn" }, "3": { action: "decline" } },
     });
     const events = await s.events(taskId);
     expect(declinedUnasked(events)).toEqual([
       { category: "command", title: "Run a command", reason: "review_task" },
       { category: "file_change", title: "Apply file changes", reason: "review_task" },
       { category: "provider_permission", title: "Grant additional permissions", reason: "review_task" },
+      { category: "mcp_tool", title: "Use an MCP tool", reason: "review_task" },
     ]);
   }, 60_000);
+});
+
+describe("item 1: a review whose thread keeps an extension on never starts its turn", () => {
+  for (const leftOn of ["hook", "mcp_server"] as const) {
+    test(`a ${leftOn} the review's config did not turn off: the task fails AGENT_PROVIDER_ERROR, nothing is asked or declined`, async () => {
+      const dir = tempDir("sfs-scripted-codex-");
+      cleanupDirs.push(dir);
+      const { s } = await stack([], { bin: scriptedAppServerBin(dir.path, leftOn) });
+      const taskId = await s.submit({ profile: "review", prompt: "review" });
+      expect(await s.finish(taskId)).toMatchObject({ status: "failed", error_code: "AGENT_PROVIDER_ERROR" });
+      expect(declinedUnasked(await s.events(taskId))).toEqual([]);
+    }, 60_000);
+  }
 });
 
 describe.skipIf(!CODEX_PRESENT)("item 2: every decision is offered", () => {

@@ -71,6 +71,20 @@ describe("approval forms", () => {
     const forward = f.answer({ decision: "approve_once", grant_1: true, grant_2: false });
     expect(forward?.params).toMatchObject({ granted_permission_ids: ["p-net"] });
   });
+
+  test("a command that runs outside the sandbox says so; a sandboxed one does not", () => {
+    const command = { category: "command", command: "echo x > /etc/x", relative_cwd: "." };
+    expect(formFor(TASK, pending("approval", { ...command, outside_sandbox: true })).form.message).toContain("runs outside the sandbox");
+    expect(formFor(TASK, pending("approval", command)).form.message).not.toContain("sandbox");
+  });
+
+  test("an MCP tool call shows its server, its tool and its input, and says when the input was cut", () => {
+    const payload = { category: "mcp_tool", server: "notes", tool: "write_note", tool_input: { name: "n.txt" }, tool_input_truncated: true };
+    const message = formFor(TASK, pending("approval", payload)).form.message;
+    expect(message).toContain("MCP server: notes");
+    expect(message).toContain("Tool: write_note");
+    expect(message).toContain('Tool input (cut): {"name":"n.txt"}');
+  });
 });
 
 describe("question forms", () => {

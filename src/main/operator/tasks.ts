@@ -177,9 +177,11 @@ function pendingSummary(task: Task): string | null {
   const payload = p.payload as Record<string, unknown>;
   const text = (key: string) => (typeof payload[key] === "string" ? (payload[key] as string) : null);
   const command = text("command_display");
+  const tool = [text("server"), text("tool")].filter((x) => x !== null).join("/");
+  const where = payload["outside_sandbox"] === true ? " (outside the sandbox)" : "";
   const what =
     p.kind === "approval"
-      ? `${[text("category"), text("title")].filter((x) => x !== null).join(": ")}${command === null ? "" : ` [${command}]`}`
+      ? `${[text("category"), text("title")].filter((x) => x !== null).join(": ")}${command === null ? "" : ` [${command}]`}${tool === "" ? "" : ` [${tool}]`}${where}`
       : `${Array.isArray(payload["questions"]) ? payload["questions"].length : 0} question(s)`;
   return `${p.kind} ${p.request_id} (${p.status}, expires ${p.expires_at ?? "never"}) ${what}`.trimEnd();
 }

@@ -4,7 +4,8 @@
  *
  * Offers:
  * - `itemPayload(item)`: `type`, plus `text`/`phase` for `agentMessage`, `command`, `cwd`, `status`,
- *   `exitCode` and the last 4 KiB of `output` for `commandExecution`, `status` and `changes[].path` for `fileChange`; long free text
+ *   `exitCode` and the last 4 KiB of `output` for `commandExecution`, `status` and `changes[].path` for `fileChange`,
+ *   `server`, `tool`, `status` and `error` (its message) for `mcpToolCall`; long free text
  *   cut to 32 KiB with `truncated: true`. Other items (the user's own message among them) carry only
  *   their type, so a prompt never reaches an event.
  * - `AgentMessages`: collects completed `agentMessage` items; `finalText()` = the last with phase
@@ -38,6 +39,9 @@ export const CodexItemSchema = v.looseObject({
   exitCode: v.optional(v.nullable(v.number())),
   aggregatedOutput: v.optional(v.nullable(v.string())),
   changes: v.optional(v.nullable(ChangesSchema)),
+  server: v.optional(v.nullable(v.string())),
+  tool: v.optional(v.nullable(v.string())),
+  error: v.optional(v.nullable(v.looseObject({ message: v.optional(v.nullable(v.string())) }))),
 });
 export type CodexItem = v.InferOutput<typeof CodexItemSchema>;
 
@@ -90,6 +94,13 @@ export function itemPayload(item: CodexItem): Record<string, unknown> {
     case "fileChange":
       if (item.status) payload["status"] = item.status;
       payload["changes"] = filePaths(item);
+      break;
+    case "mcpToolCall":
+      // which server and tool, and how it went; never its arguments or result
+      if (item.server) payload["server"] = item.server;
+      if (item.tool) payload["tool"] = item.tool;
+      if (item.status) payload["status"] = item.status;
+      text("error", item.error?.message);
       break;
   }
   if (truncated) payload["truncated"] = true;

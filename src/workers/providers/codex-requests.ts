@@ -4,15 +4,19 @@
  *
  * Offers `planServerRequest(method, params, knownChanges)` → `ServerRequestPlan`:
  * - `item/commandExecution/requestApproval` → a `command` approval; `availableDecisions` mapped,
- *   always with `deny` (default approve_once, deny, cancel_task);
+ *   always with `deny` (default approve_once, deny, cancel_task); `outside_sandbox` when approving it
+ *   lets the command run without Codex's sandbox;
  * - `item/fileChange/requestApproval` → a `file_change` approval with the paths of the item's changes;
  * - `item/permissions/requestApproval` → a `provider_permission` approval with one requested permission
  *   per profile part (`network`, `file_system`), answered with exactly the granted subset;
  * - `item/tool/requestUserInput` → a question (option ids = labels); a secret question is refused;
- * - anything else → refused with -32601.
+ * - `mcpServer/elicitation/request` that is Codex's approval of an MCP tool call (`_meta.codex_approval_kind`
+ *   `mcp_tool_call`) → an `mcp_tool` approval with the server, the tool and its arguments (bounded);
+ * - anything else (an MCP server's own elicitation among them) → refused with -32601.
  * An approval whose human never answers gets `onNoAnswer` (a decline: the run goes on).
  */
 import * as v from "valibot";
+import { byteLength, cutUtf8 } from "../../shared/utf8.ts";
 import { METHOD_NOT_FOUND } from "./codex-rpc.ts";
 import type { ApprovalPayload, ApprovalResolution, Decision, ProposedFileChange, QuestionPayload, QuestionResolution } from "./types.ts";
 
@@ -43,6 +47,9 @@ const CommandParams = v.looseObject({
   commandActions: v.optional(v.nullable(v.array(v.looseObject({ command: v.optional(v.nullable(v.string())) })))),
   // structured entries (policy amendments) have no ServerFS decision and are left out
   availableDecisions: v.optional(v.nullable(v.array(v.unknown()))),
+  kind: v.optional(v.nullable(v.string())),
+  additionalPermissions: v.optional(v.unknown()),
+  networkApprovalContext: v.optional(v.unknown()),
 });
 const FileChangeParams = v.looseObject({ itemId: v.string(), reason: text });
 const PermissionsParams = v.looseObject({
@@ -66,6 +73,17 @@ const UserInputParams = v.looseObject({
       options: v.optional(v.nullable(v.array(v.looseObject({ label: v.string(), description: v.optional(v.string()) })))),
     }),
   ),
+});
+
+/** Codex's approval of an MCP tool call, sent as an MCP elicitation whose `_meta` names the call. */
+const McpToolApprovalParams = v.looseObject({
+  serverName: v.string(),
+  _meta: v.looseObject({
+    codex_approval_kind: v.literal("mcp_tool_call"),
+    tool_name: v.string(),
+    tool_params: v.optional(v.nullable(v.record(v.string(), v.unknown()))),
+    persist: v.optional(v.nullable(v.array(v.unknown()))),
+  }),
 });
 
 const decisionReply = (r: ApprovalResolution): Reply => ({ decision: TO_CODEX[r.decision] });
@@ -100,6 +118,48 @@ function modelCommand(command: string | null | undefined, actions: { command?: s
   return typeof only === "string" && only !== "" ? only : command;
 }
 
+/** A tool's arguments as a human is shown them: whole up to 16 KiB, else each string cut to 1 KiB, else none. */
+export const TOOL_INPUT_BYTES = 16_384;
+const TOOL_INPUT_STRING_BYTES = 1024;
+
+function cutStrings(value: unknown): unknown {
+  if (typeof value === "string") return cutUtf8(value, TOOL_INPUT_STRING_BYTES).text;
+  if (Array.isArray(value)) return value.map(cutStrings);
+  if (typeof value === "object" && value !== null) return Object.fromEntries(Object.entries(value).map(([k, x]) => [k, cutStrings(x)]));
+  return value;
+}
+
+function boundedToolInput(input: Record<string, unknown>): Pick<ApprovalPayload, "tool_input" | "tool_input_truncated"> {
+  if (byteLength(JSON.stringify(input)) <= TOOL_INPUT_BYTES) return { tool_input: input };
+  const cut = cutStrings(input) as Record<string, unknown>;
+  return { tool_input: byteLength(JSON.stringify(cut)) <= TOOL_INPUT_BYTES ? cut : {}, tool_input_truncated: true };
+}
+
+/** Our decision as the MCP elicitation result Codex reads: `persist: "session"` remembers the tool for the thread. */
+function mcpToolReply(r: ApprovalResolution): Reply {
+  switch (r.decision) {
+    case "approve_once":
+      return { action: "accept", content: {} };
+    case "approve_session":
+      return { action: "accept", content: {}, _meta: { persist: "session" } };
+    case "deny":
+      return { action: "decline" };
+    case "cancel_task":
+      return { action: "cancel" };
+  }
+}
+
+/**
+ * Whether Codex runs the command without its sandbox once it is approved: 0.171.0 does so for a plain
+ * command approval, whether the model asked to escalate or the `untrusted` policy asked about a
+ * command (both proven by a write outside the workdir); a request for additional permissions or for
+ * network access runs inside the sandbox with them, and input to a running terminal starts nothing.
+ */
+function runsUnsandboxed(p: { kind?: string | null; additionalPermissions?: unknown; networkApprovalContext?: unknown }): boolean {
+  const plain = p.kind === undefined || p.kind === null || p.kind === "command";
+  return plain && p.additionalPermissions == null && p.networkApprovalContext == null;
+}
+
 const refuse = (code: number, message: string): ServerRequestPlan => ({ kind: "refuse", code, message });
 const INVALID_PARAMS = -32602;
 
@@ -118,6 +178,7 @@ export function planServerRequest(method: string, params: Record<string, unknown
           category: "command",
           title: "Run a command",
           available_decisions: mapDecisions(availableDecisions),
+          ...(runsUnsandboxed(p.output) ? { outside_sandbox: true } : {}),
           ...strings({ command: modelCommand(command, commandActions), command_display: command, reason, relative_cwd: cwd }),
         },
         answer: decisionReply,
@@ -195,6 +256,27 @@ export function planServerRequest(method: string, params: Record<string, unknown
         answer: (r) => ({
           answers: Object.fromEntries(r.answers.map((a) => [a.question_id, { answers: [...a.selected_option_ids, ...(a.text ? [a.text] : [])] }])),
         }),
+      };
+    }
+    case "mcpServer/elicitation/request": {
+      // an MCP server's own form or URL elicitation asks for input no ServerFS human is shown
+      const p = v.safeParse(McpToolApprovalParams, params);
+      if (!p.success) return refuse(METHOD_NOT_FOUND, "MCP elicitations other than tool-call approvals are not supported by this client");
+      const { serverName, _meta: meta } = p.output;
+      // "always" would write the grant into the user's Codex config: never offered
+      const session = meta.persist?.includes("session") ?? false;
+      return {
+        kind: "approval",
+        payload: {
+          category: "mcp_tool",
+          title: "Use an MCP tool",
+          available_decisions: session ? ["approve_once", "approve_session", "deny", "cancel_task"] : DEFAULT_DECISIONS,
+          server: serverName,
+          tool: meta.tool_name,
+          ...boundedToolInput(meta.tool_params ?? {}),
+        },
+        answer: mcpToolReply,
+        onNoAnswer: { action: "decline" },
       };
     }
     default:

@@ -6,7 +6,8 @@
  * `bin` (PATH lookup when not absolute, `~` expanded), `codex_home` (→ CODEX_HOME), and
  * `request_timeout_seconds` (bounds the probe and every request ServerFS sends), `approval_policy` /
  * `sandbox` (passed on thread/start and thread/resume only when set; a review task always runs with
- * approval policy "never" and sandbox "read-only", and any approval it still asks is declined on its
+ * approval policy "never" and sandbox "read-only", without MCP servers, hooks, plugins, apps and the
+ * other extensions that act outside the sandbox, and any approval it still asks is declined on its
  * own with an `approval.auto_declined` event). Type `CodexSettings`.
  *
  * Run order: spawn (its own group) → `recordNative({pgid, startTime})` awaited → initialize +
@@ -41,6 +42,23 @@ const THREAD_FEATURES = {
   "features.request_permissions_tool": true,
 } as const;
 
+/**
+ * What a review thread runs without (`config` of thread/start and thread/resume): every extension of
+ * the CLI that acts outside Codex's sandbox, so a review cannot write through it — hooks (commands the
+ * user configured), plugins and apps (which bring MCP servers and hooks of their own), computer and
+ * browser use, and the notify program. The user's own MCP servers are turned off one by one
+ * (`reviewConfig`), as Codex merges an override into its configured table instead of replacing it.
+ */
+const REVIEW_WITHOUT = {
+  "features.hooks": false,
+  "features.plugins": false,
+  "features.apps": false,
+  "features.computer_use": false,
+  "features.browser_use": false,
+  "features.browser_use_external": false,
+  notify: [],
+} as const;
+
 /** A human's answer that never comes back to codex is refused with this JSON-RPC code. */
 const NO_ANSWER = -32000;
 
@@ -52,6 +70,22 @@ const TurnCompleted = v.looseObject({
     status: v.string(),
     error: v.optional(v.nullable(v.looseObject({ message: v.optional(v.string()) }))),
   }),
+});
+const ConfigReadResult = v.looseObject({
+  config: v.looseObject({ mcp_servers: v.optional(v.nullable(v.record(v.string(), v.unknown()))) }),
+});
+const HooksList = v.looseObject({
+  data: v.array(
+    v.looseObject({
+      hooks: v.array(v.looseObject({ enabled: v.optional(v.boolean(), true), trustStatus: v.optional(v.nullable(v.string())) })),
+    }),
+  ),
+});
+/** Hooks Codex does not run: one the user never trusted, or one changed since. */
+const IDLE_HOOKS = new Set(["untrusted", "modified"]);
+const McpStatusPage = v.looseObject({
+  data: v.array(v.looseObject({ runtimeStatus: v.optional(v.nullable(v.string())) })),
+  nextCursor: v.optional(v.nullable(v.string())),
 });
 const ItemNotification = v.looseObject({ item: CodexItemSchema });
 const ErrorNotification = v.looseObject({
@@ -157,10 +191,11 @@ class CodexRun {
   private async openThread(): Promise<string> {
     // per-thread config overrides, never a config file of ours: the features behind the capabilities
     // runtime.list reports (a question to a human, a permission request), off in Codex's default mode
-    const overrides: Record<string, unknown> = { config: { ...THREAD_FEATURES } };
     // A review runs without the writer lease, so nothing may let it write: with `never` Codex cannot
-    // escalate out of the read-only sandbox, whatever [runtimes.codex] says (docs/agent-requests.md).
+    // escalate out of the read-only sandbox, whatever [runtimes.codex] says, and the extensions that
+    // act outside that sandbox are off (docs/agent-requests.md).
     const review = this.ctx.profile === "review";
+    const overrides: Record<string, unknown> = { config: { ...THREAD_FEATURES, ...(review ? await this.reviewConfig() : {}) } };
     const policy = review ? "never" : this.settings.approval_policy;
     if (policy) overrides["approvalPolicy"] = policy;
     const sandbox = review ? "read-only" : this.settings.sandbox;
@@ -172,7 +207,9 @@ class CodexRun {
         "AGENT_PROVIDER_ERROR",
         "the agent runtime refused to start a thread",
       );
-      return expect(ThreadResult, r, "the agent runtime sent no thread").thread.id;
+      const id = expect(ThreadResult, r, "the agent runtime sent no thread").thread.id;
+      if (review) await this.checkIsolated(id);
+      return id;
     }
     const r = await this.step(
       this.rpc.request("thread/resume", { threadId: resumeId, cwd: this.ctx.cwd, excludeTurns: true, ...overrides }),
@@ -183,7 +220,45 @@ class CodexRun {
     if (!id.success || id.output.thread.id !== resumeId) {
       throw new ServerFsError("AGENT_SESSION_NOT_RESUMABLE", "the session cannot be resumed");
     }
+    if (review) await this.checkIsolated(resumeId);
     return resumeId;
+  }
+
+  /** The review's overrides: `REVIEW_WITHOUT`, and every MCP server Codex would start in this cwd turned off. */
+  private async reviewConfig(): Promise<Record<string, unknown>> {
+    const r = await this.step(
+      this.rpc.request("config/read", { cwd: this.ctx.cwd }),
+      "AGENT_PROVIDER_ERROR",
+      "the agent runtime did not show its configuration",
+    );
+    const servers = Object.keys(expect(ConfigReadResult, r, "the agent runtime sent no configuration").config.mcp_servers ?? {});
+    return { ...REVIEW_WITHOUT, mcp_servers: Object.fromEntries(servers.map((name) => [name, { enabled: false }])) };
+  }
+
+  /**
+   * Fails closed when the review's thread still has an MCP server that is not off (one configured
+   * between the read and the start, or brought some other way) or a hook Codex would run: the turn
+   * never starts.
+   */
+  private async checkIsolated(threadId: string): Promise<void> {
+    const hooks = await this.step(this.rpc.request("hooks/list", { threadId }), "AGENT_PROVIDER_ERROR", "the agent runtime did not list its hooks");
+    const listed = expect(HooksList, hooks, "the agent runtime sent no hook list").data.flatMap((entry) => entry.hooks);
+    if (listed.some((hook) => hook.enabled && !IDLE_HOOKS.has(hook.trustStatus ?? ""))) {
+      throw new ServerFsError("AGENT_PROVIDER_ERROR", "a review cannot run with a hook on, and one of the runtime's could not be turned off");
+    }
+    let cursor: string | null = null;
+    do {
+      const r = await this.step(
+        this.rpc.request("mcpServerStatus/list", { threadId, detail: "toolsAndAuthOnly", cursor }),
+        "AGENT_PROVIDER_ERROR",
+        "the agent runtime did not list its MCP servers",
+      );
+      const page = expect(McpStatusPage, r, "the agent runtime sent no MCP server list");
+      if (page.data.some((server) => server.runtimeStatus !== "disabled")) {
+        throw new ServerFsError("AGENT_PROVIDER_ERROR", "a review cannot run with an MCP server on, and one of the runtime's could not be turned off");
+      }
+      cursor = page.nextCursor ?? null;
+    } while (cursor !== null);
   }
 
   /** Reads the stream to its end, so the provider never blocks on a full pipe. */
@@ -211,7 +286,8 @@ class CodexRun {
   private ours(params: Record<string, unknown>): boolean {
     if (this.threadId === null || params["threadId"] !== this.threadId) return false;
     const turnId = params["turnId"];
-    return turnId === undefined || this.turnId === null || turnId === this.turnId;
+    // an MCP elicitation's turn is null when Codex could not tie it to one
+    return turnId === undefined || turnId === null || this.turnId === null || turnId === this.turnId;
   }
 
   private onNotification(method: string, params: Record<string, unknown>): void {

@@ -52,6 +52,8 @@ export interface ApprovalPayload {
   relative_cwd?: string;
   command_display?: string;
   tool?: string;
+  /** The MCP server whose tool this is (Codex). */
+  server?: string;
   blocked_path?: string;
   /** What will be changed; the Bridge turns each into its kind and a bounded diff (`ProposedChange`). */
   file_changes?: ProposedFileChange[];
@@ -61,6 +63,10 @@ export interface ApprovalPayload {
   network_approval_context?: Record<string, unknown>;
   additional_permissions?: Record<string, unknown>;
   tool_input?: Record<string, unknown>;
+  /** The tool's input was cut to its bound (docs/agent-requests.md). */
+  tool_input_truncated?: true;
+  /** An approved command runs without the runtime's sandbox (Codex). */
+  outside_sandbox?: true;
 }
 
 export type ChangeKind = "add" | "update" | "delete" | "rename";

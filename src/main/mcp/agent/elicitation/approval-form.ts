@@ -1,8 +1,9 @@
 /**
  * An approval as a form (docs/elicitation.md): the message says what the step will do — its summary,
  * the command and where it runs, the files with their change kinds and then their diffs (a withheld
- * diff is said to be withheld), the tool and its input, the permissions — and the form offers the
- * request's decisions and no other, each explained, plus one checkbox per requested permission.
+ * diff is said to be withheld), that a command runs outside the sandbox, the MCP server, the tool and
+ * its input, the permissions — and the form offers the request's decisions and no other, each
+ * explained, plus one checkbox per requested permission.
  */
 import { DECISIONS, type Decision } from "../../../../shared/hitl-validation.ts";
 import { FormMessage } from "./form-message.ts";
@@ -42,11 +43,15 @@ export function approvalForm(taskId: string, requestId: string, payload: Json): 
   if (display && display !== command) message.add(`Runs as: ${display}`);
   const cwd = text(payload["relative_cwd"]);
   if (cwd) message.add(`In: ${cwd}`);
+  if (payload["outside_sandbox"] === true) message.add("It runs outside the sandbox: once approved, nothing confines it to the workdir.");
   const reason = text(payload["reason"]);
   if (reason) message.add(`Reason: ${reason}`);
+  const server = text(payload["server"]);
+  if (server) message.add(`MCP server: ${server}`);
   const tool = text(payload["tool"]);
   if (tool) message.add(`Tool: ${tool}`);
-  if (payload["tool_input"] !== undefined) message.add(`Tool input: ${JSON.stringify(payload["tool_input"])}`, TOOL_INPUT_BYTES);
+  if (payload["tool_input"] !== undefined)
+    message.add(`Tool input${payload["tool_input_truncated"] === true ? " (cut)" : ""}: ${JSON.stringify(payload["tool_input"])}`, TOOL_INPUT_BYTES);
   const blocked = text(payload["blocked_path"]);
   if (blocked) message.add(`Path asked about: ${blocked}`);
   permissions.forEach((p, i) => {
