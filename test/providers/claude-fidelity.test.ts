@@ -5,8 +5,8 @@
  * and the mock checks what reached the model (docs/agent-requests.md).
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, rmSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { eventually, type Json, ok } from "../e2e/support.ts";
 import {
   type AgentStack,
@@ -16,6 +16,7 @@ import {
   crashMidTurn,
   declinedUnasked,
   expireUnanswered,
+  pathVerdict,
   stackPerTest,
 } from "../fixtures/agent-stack.ts";
 import { ASK_COLOUR, type MockAnthropic, type MockStep, startMockAnthropic } from "../fixtures/mock-anthropic.ts";
@@ -266,6 +267,38 @@ describe.skipIf(!CLAUDE_PRESENT)("claude: what the Bridge declines on its own, a
     },
     RUN_MS,
   );
+
+  test("outside is where a path lands, not how it is spelled: each spelling declined unasked, or shown as where it lands", async () => {
+    const { s, mock } = await stack([]);
+    // beside the workdir: `link` leads there, `inlink` stays inside
+    const outside = join(dirname(s.workspace), "outside");
+    mkdirSync(outside);
+    writeFileSync(join(outside, "x.txt"), "outside canary\n");
+    symlinkSync(outside, join(s.workspace, "link"));
+    mkdirSync(join(s.workspace, "sub"));
+    symlinkSync("sub", join(s.workspace, "inlink"));
+    const write = (file_path: string): MockStep => ({ tool: "Write", input: { file_path, content: "written\n" } });
+    const cases: [string, MockStep, "declined" | string[]][] = [
+      ["Write ../outside/new.txt", write("../outside/new.txt"), "declined"],
+      ["Write src/../../outside/new.txt", write("src/../../outside/new.txt"), "declined"],
+      ["Write ~/.ssh/id_rsa (Claude's home)", write("~/.ssh/id_rsa"), "declined"],
+      ["Write link/new.txt (a link to outside)", write("link/new.txt"), "declined"],
+      ["Read ../outside/x.txt", { tool: "Read", input: { file_path: "../outside/x.txt" } }, "declined"],
+      ["Read link/x.txt", { tool: "Read", input: { file_path: "link/x.txt" } }, "declined"],
+      ["Bash cat link/x.txt", { tool: "Bash", input: { command: "cat link/x.txt", description: "Read" } }, "declined"],
+      // Claude takes a file URL as a relative name: it lands inside, and is shown where it lands
+      ["Write file:///etc/passwd", write("file:///etc/passwd"), ["file:/etc/passwd"]],
+      ["Write inlink/new.txt (a link inside)", write("inlink/new.txt"), ["sub/new.txt"]],
+    ];
+    const verdicts: Record<string, "declined" | string[]> = {};
+    for (const [name, step] of cases) {
+      mock.script([step, { say: "next" }]);
+      verdicts[name] = await pathVerdict(s, await s.submit({ prompt: name }));
+    }
+    expect(verdicts).toEqual(Object.fromEntries(cases.map(([name, , verdict]) => [name, verdict])));
+    expect(readdirSync(outside)).toEqual(["x.txt"]);
+    expect(readFileSync(join(outside, "x.txt"), "utf8")).toBe("outside canary\n");
+  }, 300_000);
 
   test(
     "Claude's own refusal reaches tool.completed as its text (\"Blocked: …\"), without the model's markup",

@@ -6,8 +6,8 @@
  * fidelity").
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { eventually, type Json, ok } from "../e2e/support.ts";
 import {
   type AgentStack,
@@ -17,6 +17,7 @@ import {
   crashMidTurn,
   declinedUnasked,
   expireUnanswered,
+  pathVerdict,
   stackPerTest,
 } from "../fixtures/agent-stack.ts";
 import { type MockOpenAI, type MockStep, startMockOpenAI } from "../fixtures/mock-openai.ts";
@@ -322,6 +323,59 @@ describe.skipIf(!CODEX_PRESENT)("permission requests, and requests naming a path
     expect(declinedUnasked(events)).toEqual([{ category: "file_change", title: "Apply file changes", reason: "outside_workdir" }]);
     expect(mock.toolOutput("call_0")).toMatch(/rejected by user/);
   }, 60_000);
+});
+
+describe.skipIf(!CODEX_PRESENT)("outside is where a path lands, not how it is spelled", () => {
+  test("each spelling in a patch or a permission request: declined unasked, or shown as where it lands", async () => {
+    const { s, mock } = await stack([], UNTRUSTED);
+    // beside the workdir: `link` leads there, and so does the file link `leaf.txt`; `inlink` stays inside
+    const outside = join(dirname(s.workspace), "outside");
+    mkdirSync(outside);
+    writeFileSync(join(outside, "x.txt"), "outside canary\n");
+    symlinkSync(outside, join(s.workspace, "link"));
+    symlinkSync("../outside/x.txt", join(s.workspace, "leaf.txt"));
+    mkdirSync(join(s.workspace, "sub"));
+    symlinkSync("sub", join(s.workspace, "inlink"));
+    const add = (path: string): MockStep => ({ patch: `*** Begin Patch\n*** Add File: ${path}\n+written\n*** End Patch\n` });
+    const move = (to: string): MockStep => ({
+      patch: `*** Begin Patch\n*** Update File: README.md\n*** Move to: ${to}\n@@\n-# demo\n+# moved\n*** End Patch\n`,
+    });
+    const ask = (access: "read" | "write", path: string): MockStep => ({
+      call: "request_permissions",
+      args: { permissions: { file_system: { [access]: [path] } }, reason: "access" },
+    });
+    const cases: [string, MockStep, "declined" | string[]][] = [
+      ["patch: add ../outside/new.txt", add("../outside/new.txt"), "declined"],
+      ["patch: add src/../../outside/new.txt", add("src/../../outside/new.txt"), "declined"],
+      ["patch: add link/new.txt (a link to outside)", add("link/new.txt"), "declined"],
+      [
+        "patch: update leaf.txt (a file link to outside)",
+        { patch: "*** Begin Patch\n*** Update File: leaf.txt\n@@\n-outside canary\n+changed\n*** End Patch\n" },
+        "declined",
+      ],
+      ["patch: rename README.md to ../outside/moved.txt", move("../outside/moved.txt"), "declined"],
+      ["patch: rename README.md to link/moved.txt", move("link/moved.txt"), "declined"],
+      ["permission: write ../outside", ask("write", "../outside"), "declined"],
+      ["permission: read src/../../outside/x.txt", ask("read", "src/../../outside/x.txt"), "declined"],
+      ["permission: write ~/.ssh (Codex's home)", ask("write", "~/.ssh"), "declined"],
+      ["permission: write link", ask("write", "link"), "declined"],
+      ["permission: read link/x.txt", ask("read", "link/x.txt"), "declined"],
+      // Codex takes these spellings as relative names: they land inside, and are shown where they land
+      ["patch: add ~/.ssh/id_rsa", add("~/.ssh/id_rsa"), ["~/.ssh/id_rsa"]],
+      ["patch: add file:///etc/passwd", add("file:///etc/passwd"), ["file:/etc/passwd"]],
+      ["permission: read file:///etc/passwd", ask("read", "file:///etc/passwd"), ["file:/etc/passwd"]],
+      ["patch: add inlink/new.txt (a link inside)", add("inlink/new.txt"), ["sub/new.txt"]],
+      ["permission: write inlink (a link inside)", ask("write", "inlink"), ["sub"]],
+    ];
+    const verdicts: Record<string, "declined" | string[]> = {};
+    for (const [name, step] of cases) {
+      mock.script(step, done("next"));
+      verdicts[name] = await pathVerdict(s, await s.submit({ prompt: name }));
+    }
+    expect(verdicts).toEqual(Object.fromEntries(cases.map(([name, , verdict]) => [name, verdict])));
+    expect(readdirSync(outside)).toEqual(["x.txt"]);
+    expect(readFileSync(join(outside, "x.txt"), "utf8")).toBe("outside canary\n");
+  }, 300_000);
 });
 
 describe.skipIf(!CODEX_PRESENT)("item 3: an approval says what it will do", () => {

@@ -83,8 +83,8 @@ export function approvalFor(request: ToolRequest, cwd: string): ApprovalPayload 
   if (request.description !== undefined) payload.reason = request.description;
   const command = stringField(request.input, "command");
   if (category === "command" && command !== undefined) payload.command_display = command;
-  // absolute, so the worker's redaction makes it workdir-relative, or the outside mark that gets the
-  // request declined without asking anyone (a `../..` form would hide that it leaves the workdir)
+  // from the task's start directory, as the CLI reports it; the worker then puts it where it lands
+  // (links followed), and one outside gets the request declined without asking anyone
   if (request.blocked_path !== undefined) payload.blocked_path = resolve(cwd, request.blocked_path);
   if (category === "command" && command !== undefined) payload.command = command;
   // an edit's input carries file contents: they reach the human only as the Bridge's bounded diff
