@@ -21,6 +21,7 @@ import {
 } from "../fixtures/agent-stack.ts";
 import { ASK_COLOUR, type MockAnthropic, type MockStep, startMockAnthropic } from "../fixtures/mock-anthropic.ts";
 import { markedProcesses, recordedMark } from "../helpers/bridge.ts";
+import { poll } from "../helpers/poll.ts";
 import type { Table } from "../helpers/toml.ts";
 
 if (!CLAUDE_PRESENT) cliMissing("Claude Code", CLAUDE_BIN, "npm install --no-save @anthropic-ai/claude-code@2.1.332");
@@ -64,6 +65,40 @@ describe.skipIf(!CLAUDE_PRESENT)("claude Bash approvals through the Bridge and M
       expect(await s.respond(taskId, request, "approve_once")).toBeNull();
       expect(await s.finish(taskId)).toMatchObject({ status: "succeeded", final_response: "made" });
       expect(existsSync(join(s.workspace, "made.txt"))).toBe(true);
+    },
+    RUN_MS,
+  );
+
+  test(
+    "after a cd the approval says where the command runs (the shell's directory, where it lands), in relative_cwd, the summary and the event",
+    async () => {
+      const { s, mock } = await stack([]);
+      mkdirSync(join(s.workspace, "sub"));
+      symlinkSync("sub", join(s.workspace, "inlink"));
+      const cd = (dir: string): MockStep => ({ tool: "Bash", input: { command: `cd ${dir}`, description: "Change directory" } });
+      mock.script([touch("top.txt"), cd("sub"), touch("here.txt"), cd("../inlink"), touch("there.txt"), { say: "done" }]);
+      const taskId = await s.submit({ prompt: "make files here and there" });
+      const said: Json[] = [];
+      for (let i = 0; i < 3; i++) {
+        const request = await s.pending(taskId);
+        said.push(request["payload"] as Json);
+        expect(await s.respond(taskId, request, "approve_once")).toBeNull();
+        await poll(
+          async () => ((await s.finishOrAsk(taskId))["pending_request"] as Json | null)?.["request_id"] !== request["request_id"],
+          30_000,
+          "the next step",
+        );
+      }
+      expect(await s.finish(taskId)).toMatchObject({ status: "succeeded", final_response: "done" });
+      expect(said.map((p) => [p["relative_cwd"], p["summary"]])).toEqual([
+        [".", "Run a command: touch top.txt"],
+        ["sub", "Run a command in sub: touch here.txt"],
+        // `inlink` is a link to `sub`: the shell is said to be where it lands
+        ["sub", "Run a command in sub: touch there.txt"],
+      ]);
+      const asked = (await s.events(taskId)).filter((e) => e["event_type"] === "approval.requested").map((e) => (e["payload"] as Json)["summary"]);
+      expect(asked).toEqual(said.map((p) => p["summary"]));
+      expect(["top.txt", "sub/here.txt", "sub/there.txt"].every((f) => existsSync(join(s.workspace, f)))).toBe(true);
     },
     RUN_MS,
   );

@@ -436,6 +436,22 @@ describe.skipIf(!CODEX_PRESENT)("item 3: an approval says what it will do", () =
     expect(readFileSync(join(s.workspace, "README.md"), "utf8")).toBe("# demo\n");
   }, 60_000);
 
+  test("a rename names its new path, workdir-relative, in the change, the summary and the event", async () => {
+    const patch = "*** Begin Patch\n*** Update File: README.md\n*** Move to: docs/README.md\n@@\n-# demo\n+# moved\n*** End Patch\n";
+    const { s } = await stack([{ patch }, done("judged")], UNTRUSTED);
+    const taskId = await s.submit({ prompt: "move the readme" });
+    const request = await s.pending(taskId);
+    const payload = request["payload"] as Json;
+    expect(payload["file_changes"]).toMatchObject([{ path: "README.md", kind: "rename", new_path: "docs/README.md" }]);
+    expect(payload["summary"]).toBe("Apply file changes: rename README.md → docs/README.md");
+    const asked = (await s.events(taskId)).find((e) => e["event_type"] === "approval.requested")!["payload"] as Json;
+    expect(asked).toMatchObject({ summary: payload["summary"], paths: [{ path: "README.md", kind: "rename", new_path: "docs/README.md" }] });
+    expect(JSON.stringify(request)).not.toContain(s.workspace);
+    expect(await s.respond(taskId, request, "deny")).toBeNull();
+    expect(await s.finish(taskId)).toMatchObject({ status: "succeeded", final_response: "judged" });
+    expect(existsSync(join(s.workspace, "docs/README.md"))).toBe(false);
+  }, 60_000);
+
   test("a diff longer than 16 KiB is cut and says truncated", async () => {
     const big = Array.from({ length: 1200 }, (_, i) => `+line ${i} ${"x".repeat(20)}`).join("\n");
     const { s } = await stack([{ patch: `*** Begin Patch\n*** Add File: big.txt\n${big}\n*** End Patch\n` }, done("big")], UNTRUSTED);
