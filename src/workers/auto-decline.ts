@@ -20,8 +20,13 @@ export type AutoDeclineReason = "outside_workdir" | "review_task";
 /** Where one path lands: the absolute path it resolves to inside the workdir, else `OUTSIDE_MARK`. */
 export type Land = (path: string) => string;
 
-/** The keys of a tool's input that name a path (Claude's Read, Write, Edit, NotebookEdit, Grep, Glob). */
+/**
+ * The keys of a runtime's own tool's input that name a path (Claude's Read, Write, Edit, NotebookEdit,
+ * Grep, Glob). An MCP tool's (`mcp__…`) keys mean what its server says (ServerFS's own `path` is relative
+ * to a workdir's root, not to the start directory), so its input is only redacted.
+ */
 const TOOL_PATH_KEYS = ["file_path", "notebook_path", "path"];
+const isMcpTool = (tool: string | undefined): boolean => tool?.startsWith("mcp__") === true;
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
@@ -48,7 +53,7 @@ function landDetails(details: Record<string, unknown>, land: Land): Record<strin
 
 /**
  * The payload with every path it names put where it lands: the blocked path, each changed file and
- * rename target, each path of a file-system permission, the path keys of a tool's input, and the
+ * rename target, each path of a file-system permission, the path keys of a runtime tool's input, and the
  * directory a command runs in (which is only said to be outside, never declined for it). A command's
  * own text is left as the model wrote it.
  */
@@ -66,7 +71,7 @@ export function landPaths(payload: ApprovalPayload, land: Land): ApprovalPayload
   if (payload.requested_permissions) {
     out.requested_permissions = payload.requested_permissions.map((p) => (p.kind === "file_system" ? { ...p, details: landDetails(p.details, land) } : p));
   }
-  if (payload.tool_input) {
+  if (payload.tool_input && !isMcpTool(payload.tool)) {
     const input = { ...payload.tool_input };
     for (const key of TOOL_PATH_KEYS) if (typeof input[key] === "string") input[key] = land(input[key]);
     out.tool_input = input;
