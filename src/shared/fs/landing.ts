@@ -21,7 +21,7 @@ import { entryType } from "./stat.ts";
 export interface WorkdirAnchor {
   /** The workdir's real root: the walk's trusted handle. */
   realRoot: string;
-  /** Every absolute spelling of the root (its configured path and its real path). */
+  /** Other absolute spellings of the root (its configured path); `realRoot` always counts. */
   roots: readonly string[];
   /** The start directory's segments under the real root, where relative paths start. */
   start: readonly string[];
@@ -37,7 +37,8 @@ const parts = (absolute: string): string[] => absolute.split("/").filter((seg) =
  * What follows one of the root spellings in `segments` (an absolute path's), or null when they
  * start with none of them. The rest is kept as it is: its `..` are walked, not collapsed.
  */
-function underRoots(roots: readonly string[], segments: readonly string[]): string[] | null {
+function underRoots(anchor: WorkdirAnchor, segments: readonly string[]): string[] | null {
+  const roots = [anchor.realRoot, ...anchor.roots];
   const sorted = roots.map((r) => parts(normalizeAbsolute(r))).sort((a, b) => b.length - a.length);
   for (const root of sorted) {
     if (root.every((seg, i) => segments[i] === seg)) return segments.slice(root.length);
@@ -50,14 +51,8 @@ function spelled(anchor: WorkdirAnchor, path: string): string[] | null {
   if (path === "" || path.includes("\0") || !path.isWellFormed()) return null;
   // whether `~` means a home directory is the runtime's choice: not safely resolvable here
   if (path.startsWith("~")) return null;
-  if (path.startsWith("/")) return underRoots(anchor.roots, parts(normalizeAbsolute(path)));
-  const kept = [...anchor.start];
-  for (const seg of path.split("/")) {
-    if (seg === "" || seg === ".") continue;
-    if (seg !== "..") kept.push(seg);
-    else if (kept.pop() === undefined) return null;
-  }
-  return kept;
+  const absolute = path.startsWith("/") ? path : [anchor.realRoot, ...anchor.start, path].join("/");
+  return underRoots(anchor, parts(normalizeAbsolute(absolute)));
 }
 
 export function landingOf(anchor: WorkdirAnchor, path: string): string[] | null {
@@ -101,7 +96,7 @@ export function landingOf(anchor: WorkdirAnchor, path: string): string[] | null 
         if (++links > MAX_LINKS) return null;
         const target = readlinkSync(at(dir, seg));
         if (target.startsWith("/")) {
-          const rest = underRoots(anchor.roots, parts(target));
+          const rest = underRoots(anchor, parts(target));
           if (rest === null) return null;
           // an absolute target starts again from the root
           for (const fd of dirs.splice(1)) closeQuietly(fd);
