@@ -325,11 +325,18 @@ describe.skipIf(!CLAUDE_PRESENT)("claude: what the Bridge declines on its own, a
       ["Write file:///etc/passwd", write("file:///etc/passwd"), ["file:/etc/passwd"]],
       ["Write inlink/new.txt (a link inside)", write("inlink/new.txt"), ["sub/new.txt"]],
     ];
+    // each request is answered from its own task's prompt: a late request of an earlier task takes no later case's step
+    mock.script([
+      {
+        poll: (request) => {
+          const seen = JSON.stringify(request.messages);
+          const index = cases.findIndex((_, i) => seen.includes(`[case ${i}]`));
+          return index < 0 || seen.includes('"tool_result"') ? { say: "next" } : cases[index]![1];
+        },
+      },
+    ]);
     const verdicts: Record<string, "declined" | string[]> = {};
-    for (const [name, step] of cases) {
-      mock.script([step, { say: "next" }]);
-      verdicts[name] = await pathVerdict(s, await s.submit({ prompt: name }));
-    }
+    for (const [i, [name]] of cases.entries()) verdicts[name] = await pathVerdict(s, await s.submit({ prompt: `[case ${i}] ${name}` }));
     expect(verdicts).toEqual(Object.fromEntries(cases.map(([name, , verdict]) => [name, verdict])));
     expect(readdirSync(outside)).toEqual(["x.txt"]);
     expect(readFileSync(join(outside, "x.txt"), "utf8")).toBe("outside canary\n");

@@ -367,11 +367,16 @@ describe.skipIf(!CODEX_PRESENT)("outside is where a path lands, not how it is sp
       ["patch: add inlink/new.txt (a link inside)", add("inlink/new.txt"), ["sub/new.txt"]],
       ["permission: write inlink (a link inside)", ask("write", "inlink"), ["sub"]],
     ];
+    // each request is answered from its own task's prompt: a late request of an earlier task takes no later case's step
+    mock.script({
+      poll: (request) => {
+        const seen = JSON.stringify(request.body["input"]);
+        const index = cases.findIndex((_, i) => seen.includes(`[case ${i}]`));
+        return index < 0 || seen.includes('_call_output"') ? done("next") : cases[index]![1];
+      },
+    });
     const verdicts: Record<string, "declined" | string[]> = {};
-    for (const [name, step] of cases) {
-      mock.script(step, done("next"));
-      verdicts[name] = await pathVerdict(s, await s.submit({ prompt: name }));
-    }
+    for (const [i, [name]] of cases.entries()) verdicts[name] = await pathVerdict(s, await s.submit({ prompt: `[case ${i}] ${name}` }));
     expect(verdicts).toEqual(Object.fromEntries(cases.map(([name, , verdict]) => [name, verdict])));
     expect(readdirSync(outside)).toEqual(["x.txt"]);
     expect(readFileSync(join(outside, "x.txt"), "utf8")).toBe("outside canary\n");
