@@ -5,8 +5,10 @@
  *
  * Offers `requestSummary(kind, payload)` (the `summary` line, from the redacted payload) and
  * `requestEventFields(kind, payload)` (`summary`, `category`, `title`, `command`, `paths` with their
- * change kinds; never a diff, a tool input or an answer).
+ * change kinds and a rename's `new_path`; never a diff, a tool input or an answer). A command's summary
+ * says where it runs, a rename's names its new path.
  */
+import { OUTSIDE_MARK } from "./redact.ts";
 import { cutUtf8 } from "./utf8.ts";
 
 /** A summary is one line; longer text stays in the payload's own fields. */
@@ -25,9 +27,25 @@ const oneLine = (text: string, max = SUMMARY_BYTES): string => {
 
 const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
 
-function changes(payload: Json): { path: string; kind: string }[] {
+/** A changed file in short: its path and kind, and a rename's new path. */
+function changes(payload: Json): { path: string; kind: string; new_path?: string }[] {
   const list = Array.isArray(payload["file_changes"]) ? (payload["file_changes"] as Json[]) : [];
-  return list.map((c) => ({ path: String(c["path"]), kind: str(c["kind"]) ?? "update" }));
+  return list.map((c) => {
+    const newPath = str(c["new_path"]);
+    return { path: String(c["path"]), kind: str(c["kind"]) ?? "update", ...(newPath === undefined ? {} : { new_path: newPath }) };
+  });
+}
+
+/**
+ * Where a command runs, said after the title: nothing at the workdir's root (or when the runtime does
+ * not say), `in <dir>` below it, `outside the workdir`, and `in an unknown directory` when the runtime
+ * could not say for certain (`relative_cwd: null`).
+ */
+function place(payload: Json): string {
+  const cwd = payload["relative_cwd"];
+  if (cwd === null) return " in an unknown directory";
+  if (typeof cwd !== "string" || cwd === "" || cwd === ".") return "";
+  return cwd === OUTSIDE_MARK ? " outside the workdir" : ` in ${cwd}`;
 }
 
 export function requestSummary(kind: "approval" | "question", payload: Json): string {
@@ -38,9 +56,9 @@ export function requestSummary(kind: "approval" | "question", payload: Json): st
   }
   const title = str(payload["title"]) ?? "Approve";
   const command = str(payload["command"]) ?? str(payload["command_display"]);
-  if (payload["category"] === "command" && command) return oneLine(`${title}: ${command}`);
+  if (payload["category"] === "command" && command) return oneLine(`${title}${place(payload)}: ${command}`);
   const files = changes(payload);
-  if (files.length > 0) return oneLine(`${title}: ${files.map((f) => `${f.kind} ${f.path}`).join(", ")}`);
+  if (files.length > 0) return oneLine(`${title}: ${files.map((f) => `${f.kind} ${f.path}${f.new_path === undefined ? "" : ` → ${f.new_path}`}`).join(", ")}`);
   const permissions = Array.isArray(payload["requested_permissions"]) ? (payload["requested_permissions"] as Json[]) : [];
   if (permissions.length > 0) return oneLine(`${title}: ${permissions.map((p) => String(p["kind"])).join(", ")}`);
   // a Codex MCP tool is named with its server, as Claude's mcp__server__tool names carry it

@@ -13,13 +13,14 @@ import { byteSize } from "../shared/byte-size.ts";
 import { exposeApi, type StartedWorker, startWorker } from "../shared/comlink-worker.ts";
 import type { ConfigFile } from "../shared/config/schema.ts";
 import { type ErrorCode, ServerFsError } from "../shared/errors.ts";
+import { landingOf } from "../shared/fs/landing.ts";
 import { LIMITS } from "../shared/limits.ts";
 import { proveStopped } from "../shared/process-group.ts";
-import { normalizeAbsolute, Redactor, WORKDIR_MARK } from "../shared/redact.ts";
+import { normalizeAbsolute, OUTSIDE_MARK, Redactor, WORKDIR_MARK } from "../shared/redact.ts";
 import { releaseMemory } from "../shared/release-memory.ts";
 import { Store } from "../shared/store/index.ts";
 import { byteLength, encoder } from "../shared/utf8.ts";
-import { autoDeclinedEvent, outsideWorkdir } from "./auto-decline.ts";
+import { autoDeclinedEvent, type Land, landPaths, outsideWorkdir } from "./auto-decline.ts";
 import { DEFAULT_BATCHING, EventBatcher } from "./event-batcher.ts";
 import type { EventWriterApi } from "./event-writer.ts";
 import { IdleTimer } from "./idle-timer.ts";
@@ -65,6 +66,16 @@ function keepBytes(roots: readonly string[]): number {
   return Math.ceil(LIMITS.max_spooled_result_bytes * Math.max(1, longest / WORKDIR_MARK.length));
 }
 
+/** Where a path a request names lands: relative ones from the task's start directory, links followed. */
+function landIn(spec: RunSpec): Land {
+  const anchor = { realRoot: spec.startDir.root, roots: spec.roots, start: spec.startDir.segments };
+  return (path) => {
+    const segments = landingOf(anchor, path);
+    if (segments === null) return OUTSIDE_MARK;
+    return segments.length === 0 ? anchor.realRoot : `${anchor.realRoot}/${segments.join("/")}`;
+  };
+}
+
 const tooLarge = (): ReportedOutcome => ({
   kind: "failed",
   code: "AGENT_RESULT_TOO_LARGE",
@@ -82,6 +93,7 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
   }
 
   const redactor = new Redactor(spec.roots);
+  const land = landIn(spec);
   const keep = keepBytes(spec.roots);
   const facts: NativeFacts = {};
   let cancelRequested!: () => void;
@@ -138,7 +150,7 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
     keepBytes: keep,
     emit: (type, payload) => batcher.push(type, redactor.redactValue(payload)),
     requestApproval: (payload) => {
-      const redacted = redactor.redactValue({ ...payload });
+      const redacted = redactor.redactValue({ ...landPaths(payload, land) });
       if (outsideWorkdir(redacted)) {
         batcher.push("approval.auto_declined", autoDeclinedEvent(redacted, "outside_workdir"));
         return Promise.resolve({ decision: "deny", granted_permission_ids: [] });

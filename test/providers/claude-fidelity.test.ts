@@ -5,8 +5,8 @@
  * and the mock checks what reached the model (docs/agent-requests.md).
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, rmSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { eventually, type Json, ok } from "../e2e/support.ts";
 import {
   type AgentStack,
@@ -16,10 +16,12 @@ import {
   crashMidTurn,
   declinedUnasked,
   expireUnanswered,
+  pathVerdict,
   stackPerTest,
 } from "../fixtures/agent-stack.ts";
 import { ASK_COLOUR, type MockAnthropic, type MockStep, startMockAnthropic } from "../fixtures/mock-anthropic.ts";
 import { markedProcesses, recordedMark } from "../helpers/bridge.ts";
+import { poll } from "../helpers/poll.ts";
 import type { Table } from "../helpers/toml.ts";
 
 if (!CLAUDE_PRESENT) cliMissing("Claude Code", CLAUDE_BIN, "npm install --no-save @anthropic-ai/claude-code@2.1.332");
@@ -63,6 +65,40 @@ describe.skipIf(!CLAUDE_PRESENT)("claude Bash approvals through the Bridge and M
       expect(await s.respond(taskId, request, "approve_once")).toBeNull();
       expect(await s.finish(taskId)).toMatchObject({ status: "succeeded", final_response: "made" });
       expect(existsSync(join(s.workspace, "made.txt"))).toBe(true);
+    },
+    RUN_MS,
+  );
+
+  test(
+    "after a cd the approval says where the command runs (the shell's directory, where it lands), in relative_cwd, the summary and the event",
+    async () => {
+      const { s, mock } = await stack([]);
+      mkdirSync(join(s.workspace, "sub"));
+      symlinkSync("sub", join(s.workspace, "inlink"));
+      const cd = (dir: string): MockStep => ({ tool: "Bash", input: { command: `cd ${dir}`, description: "Change directory" } });
+      mock.script([touch("top.txt"), cd("sub"), touch("here.txt"), cd("../inlink"), touch("there.txt"), { say: "done" }]);
+      const taskId = await s.submit({ prompt: "make files here and there" });
+      const said: Json[] = [];
+      for (let i = 0; i < 3; i++) {
+        const request = await s.pending(taskId);
+        said.push(request["payload"] as Json);
+        expect(await s.respond(taskId, request, "approve_once")).toBeNull();
+        await poll(
+          async () => ((await s.finishOrAsk(taskId))["pending_request"] as Json | null)?.["request_id"] !== request["request_id"],
+          30_000,
+          "the next step",
+        );
+      }
+      expect(await s.finish(taskId)).toMatchObject({ status: "succeeded", final_response: "done" });
+      expect(said.map((p) => [p["relative_cwd"], p["summary"]])).toEqual([
+        [".", "Run a command: touch top.txt"],
+        ["sub", "Run a command in sub: touch here.txt"],
+        // `inlink` is a link to `sub`: the shell is said to be where it lands
+        ["sub", "Run a command in sub: touch there.txt"],
+      ]);
+      const asked = (await s.events(taskId)).filter((e) => e["event_type"] === "approval.requested").map((e) => (e["payload"] as Json)["summary"]);
+      expect(asked).toEqual(said.map((p) => p["summary"]));
+      expect(["top.txt", "sub/here.txt", "sub/there.txt"].every((f) => existsSync(join(s.workspace, f)))).toBe(true);
     },
     RUN_MS,
   );
@@ -266,6 +302,45 @@ describe.skipIf(!CLAUDE_PRESENT)("claude: what the Bridge declines on its own, a
     },
     RUN_MS,
   );
+
+  test("outside is where a path lands, not how it is spelled: each spelling declined unasked, or shown as where it lands", async () => {
+    const { s, mock } = await stack([]);
+    // beside the workdir: `link` leads there, `inlink` stays inside
+    const outside = join(dirname(s.workspace), "outside");
+    mkdirSync(outside);
+    writeFileSync(join(outside, "x.txt"), "outside canary\n");
+    symlinkSync(outside, join(s.workspace, "link"));
+    mkdirSync(join(s.workspace, "sub"));
+    symlinkSync("sub", join(s.workspace, "inlink"));
+    const write = (file_path: string): MockStep => ({ tool: "Write", input: { file_path, content: "written\n" } });
+    const cases: [string, MockStep, "declined" | string[]][] = [
+      ["Write ../outside/new.txt", write("../outside/new.txt"), "declined"],
+      ["Write src/../../outside/new.txt", write("src/../../outside/new.txt"), "declined"],
+      ["Write ~/.ssh/id_rsa (Claude's home)", write("~/.ssh/id_rsa"), "declined"],
+      ["Write link/new.txt (a link to outside)", write("link/new.txt"), "declined"],
+      ["Read ../outside/x.txt", { tool: "Read", input: { file_path: "../outside/x.txt" } }, "declined"],
+      ["Read link/x.txt", { tool: "Read", input: { file_path: "link/x.txt" } }, "declined"],
+      ["Bash cat link/x.txt", { tool: "Bash", input: { command: "cat link/x.txt", description: "Read" } }, "declined"],
+      // Claude takes a file URL as a relative name: it lands inside, and is shown where it lands
+      ["Write file:///etc/passwd", write("file:///etc/passwd"), ["file:/etc/passwd"]],
+      ["Write inlink/new.txt (a link inside)", write("inlink/new.txt"), ["sub/new.txt"]],
+    ];
+    // each request is answered from its own task's prompt: a late request of an earlier task takes no later case's step
+    mock.script([
+      {
+        poll: (request) => {
+          const seen = JSON.stringify(request.messages);
+          const index = cases.findIndex((_, i) => seen.includes(`[case ${i}]`));
+          return index < 0 || seen.includes('"tool_result"') ? { say: "next" } : cases[index]![1];
+        },
+      },
+    ]);
+    const verdicts: Record<string, "declined" | string[]> = {};
+    for (const [i, [name]] of cases.entries()) verdicts[name] = await pathVerdict(s, await s.submit({ prompt: `[case ${i}] ${name}` }));
+    expect(verdicts).toEqual(Object.fromEntries(cases.map(([name, , verdict]) => [name, verdict])));
+    expect(readdirSync(outside)).toEqual(["x.txt"]);
+    expect(readFileSync(join(outside, "x.txt"), "utf8")).toBe("outside canary\n");
+  }, 300_000);
 
   test(
     "Claude's own refusal reaches tool.completed as its text (\"Blocked: …\"), without the model's markup",

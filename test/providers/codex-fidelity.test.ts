@@ -6,8 +6,8 @@
  * fidelity").
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { eventually, type Json, ok } from "../e2e/support.ts";
 import {
   type AgentStack,
@@ -17,6 +17,7 @@ import {
   crashMidTurn,
   declinedUnasked,
   expireUnanswered,
+  pathVerdict,
   stackPerTest,
 } from "../fixtures/agent-stack.ts";
 import { type MockOpenAI, type MockStep, startMockOpenAI } from "../fixtures/mock-openai.ts";
@@ -338,6 +339,64 @@ describe.skipIf(!CODEX_PRESENT)("permission requests, and requests naming a path
   }, 60_000);
 });
 
+describe.skipIf(!CODEX_PRESENT)("outside is where a path lands, not how it is spelled", () => {
+  test("each spelling in a patch or a permission request: declined unasked, or shown as where it lands", async () => {
+    const { s, mock } = await stack([], UNTRUSTED);
+    // beside the workdir: `link` leads there, and so does the file link `leaf.txt`; `inlink` stays inside
+    const outside = join(dirname(s.workspace), "outside");
+    mkdirSync(outside);
+    writeFileSync(join(outside, "x.txt"), "outside canary\n");
+    symlinkSync(outside, join(s.workspace, "link"));
+    symlinkSync("../outside/x.txt", join(s.workspace, "leaf.txt"));
+    mkdirSync(join(s.workspace, "sub"));
+    symlinkSync("sub", join(s.workspace, "inlink"));
+    const add = (path: string): MockStep => ({ patch: `*** Begin Patch\n*** Add File: ${path}\n+written\n*** End Patch\n` });
+    const move = (to: string): MockStep => ({
+      patch: `*** Begin Patch\n*** Update File: README.md\n*** Move to: ${to}\n@@\n-# demo\n+# moved\n*** End Patch\n`,
+    });
+    const ask = (access: "read" | "write", path: string): MockStep => ({
+      call: "request_permissions",
+      args: { permissions: { file_system: { [access]: [path] } }, reason: "access" },
+    });
+    const cases: [string, MockStep, "declined" | string[]][] = [
+      ["patch: add ../outside/new.txt", add("../outside/new.txt"), "declined"],
+      ["patch: add src/../../outside/new.txt", add("src/../../outside/new.txt"), "declined"],
+      ["patch: add link/new.txt (a link to outside)", add("link/new.txt"), "declined"],
+      [
+        "patch: update leaf.txt (a file link to outside)",
+        { patch: "*** Begin Patch\n*** Update File: leaf.txt\n@@\n-outside canary\n+changed\n*** End Patch\n" },
+        "declined",
+      ],
+      ["patch: rename README.md to ../outside/moved.txt", move("../outside/moved.txt"), "declined"],
+      ["patch: rename README.md to link/moved.txt", move("link/moved.txt"), "declined"],
+      ["permission: write ../outside", ask("write", "../outside"), "declined"],
+      ["permission: read src/../../outside/x.txt", ask("read", "src/../../outside/x.txt"), "declined"],
+      ["permission: write ~/.ssh (Codex's home)", ask("write", "~/.ssh"), "declined"],
+      ["permission: write link", ask("write", "link"), "declined"],
+      ["permission: read link/x.txt", ask("read", "link/x.txt"), "declined"],
+      // Codex takes these spellings as relative names: they land inside, and are shown where they land
+      ["patch: add ~/.ssh/id_rsa", add("~/.ssh/id_rsa"), ["~/.ssh/id_rsa"]],
+      ["patch: add file:///etc/passwd", add("file:///etc/passwd"), ["file:/etc/passwd"]],
+      ["permission: read file:///etc/passwd", ask("read", "file:///etc/passwd"), ["file:/etc/passwd"]],
+      ["patch: add inlink/new.txt (a link inside)", add("inlink/new.txt"), ["sub/new.txt"]],
+      ["permission: write inlink (a link inside)", ask("write", "inlink"), ["sub"]],
+    ];
+    // each request is answered from its own task's prompt: a late request of an earlier task takes no later case's step
+    mock.script({
+      poll: (request) => {
+        const seen = JSON.stringify(request.body["input"]);
+        const index = cases.findIndex((_, i) => seen.includes(`[case ${i}]`));
+        return index < 0 || seen.includes('_call_output"') ? done("next") : cases[index]![1];
+      },
+    });
+    const verdicts: Record<string, "declined" | string[]> = {};
+    for (const [i, [name]] of cases.entries()) verdicts[name] = await pathVerdict(s, await s.submit({ prompt: `[case ${i}] ${name}` }));
+    expect(verdicts).toEqual(Object.fromEntries(cases.map(([name, , verdict]) => [name, verdict])));
+    expect(readdirSync(outside)).toEqual(["x.txt"]);
+    expect(readFileSync(join(outside, "x.txt"), "utf8")).toBe("outside canary\n");
+  }, 300_000);
+});
+
 describe.skipIf(!CODEX_PRESENT)("item 3: an approval says what it will do", () => {
   test("a command approval shows the command the model asked for and its reason; the event carries the summary", async () => {
     const { s } = await stack([{ exec: "echo hi > said.txt", escalate: true, justification: "to write said.txt" }, done("ok")], UNTRUSTED);
@@ -394,6 +453,22 @@ describe.skipIf(!CODEX_PRESENT)("item 3: an approval says what it will do", () =
     expect(await s.respond(taskId, request, "deny")).toBeNull();
     expect(await s.finish(taskId)).toMatchObject({ status: "succeeded", final_response: "judged" });
     expect(readFileSync(join(s.workspace, "README.md"), "utf8")).toBe("# demo\n");
+  }, 60_000);
+
+  test("a rename names its new path, workdir-relative, in the change, the summary and the event", async () => {
+    const patch = "*** Begin Patch\n*** Update File: README.md\n*** Move to: docs/README.md\n@@\n-# demo\n+# moved\n*** End Patch\n";
+    const { s } = await stack([{ patch }, done("judged")], UNTRUSTED);
+    const taskId = await s.submit({ prompt: "move the readme" });
+    const request = await s.pending(taskId);
+    const payload = request["payload"] as Json;
+    expect(payload["file_changes"]).toMatchObject([{ path: "README.md", kind: "rename", new_path: "docs/README.md" }]);
+    expect(payload["summary"]).toBe("Apply file changes: rename README.md → docs/README.md");
+    const asked = (await s.events(taskId)).find((e) => e["event_type"] === "approval.requested")!["payload"] as Json;
+    expect(asked).toMatchObject({ summary: payload["summary"], paths: [{ path: "README.md", kind: "rename", new_path: "docs/README.md" }] });
+    expect(JSON.stringify(request)).not.toContain(s.workspace);
+    expect(await s.respond(taskId, request, "deny")).toBeNull();
+    expect(await s.finish(taskId)).toMatchObject({ status: "succeeded", final_response: "judged" });
+    expect(existsSync(join(s.workspace, "docs/README.md"))).toBe(false);
   }, 60_000);
 
   test("a diff longer than 16 KiB is cut and says truncated", async () => {

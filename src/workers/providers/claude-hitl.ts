@@ -3,7 +3,7 @@
  * `can_use_tool` request becomes an approval payload, or a question payload for `AskUserQuestion`,
  * and a human's resolution becomes the `control_response` the CLI expects.
  *
- * Offers: `toolCategory(name)`, `isQuestionTool(name)`, `approvalFor(request, cwd)`,
+ * Offers: `toolCategory(name)`, `isQuestionTool(name)`, `approvalFor(request, cwd, shellCwd)`,
  * `approvalAnswer(request, resolution)`, `questionFor(request)` (null when the input has no usable
  * questions), `questionAnswer(request, resolution)`, `DENIED`.
  */
@@ -71,7 +71,11 @@ function proposedChanges(tool: string, input: Record<string, unknown>): Proposed
 /** The CLI's suggestions that stay within this session: the only ones `approve_session` may grant. */
 const sessionSuggestions = (request: ToolRequest): unknown[] => request.permission_suggestions.filter((s) => s.destination === "session");
 
-export function approvalFor(request: ToolRequest, cwd: string): ApprovalPayload {
+/**
+ * `cwd` is the task's start directory, `shellCwd` where a Bash call runs (the shell's directory) or null
+ * when that cannot be known for certain.
+ */
+export function approvalFor(request: ToolRequest, cwd: string, shellCwd: string | null): ApprovalPayload {
   const category = toolCategory(request.tool_name);
   const payload: ApprovalPayload = {
     category,
@@ -83,8 +87,9 @@ export function approvalFor(request: ToolRequest, cwd: string): ApprovalPayload 
   if (request.description !== undefined) payload.reason = request.description;
   const command = stringField(request.input, "command");
   if (category === "command" && command !== undefined) payload.command_display = command;
-  // absolute, so the worker's redaction makes it workdir-relative, or the outside mark that gets the
-  // request declined without asking anyone (a `../..` form would hide that it leaves the workdir)
+  if (category === "command") payload.relative_cwd = shellCwd;
+  // from the task's start directory, as the CLI reports it; the worker then puts it where it lands
+  // (links followed), and one outside gets the request declined without asking anyone
   if (request.blocked_path !== undefined) payload.blocked_path = resolve(cwd, request.blocked_path);
   if (category === "command" && command !== undefined) payload.command = command;
   // an edit's input carries file contents: they reach the human only as the Bridge's bounded diff

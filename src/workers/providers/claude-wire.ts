@@ -6,7 +6,8 @@
  * Offers: `ClaudeLineSchema` / `ClaudeLine` (system, assistant, user, result, control_request,
  * control_cancel_request, and the known informational types), the content-block guards
  * `isTextBlock`, `asToolUse` (which fills a missing input), `isToolResult`, `toolResultText`, `ToolRequest` (a
- * `can_use_tool` request) with `isToolRequest`, `PermissionResponse`, and the builders `userLine`, `controlResponse`, `controlError`,
+ * `can_use_tool` request) with `isToolRequest`, `HookCallback` (a `hook_callback` request) with `asHookCallback`,
+ * `PermissionResponse`, and the builders `userLine`, `initializeLine`, `controlResponse`, `controlError`,
  * `interruptLine`.
  */
 import * as v from "valibot";
@@ -54,6 +55,14 @@ const ToolRequestSchema = v.looseObject({
   description: v.optional(v.string()),
   blocked_path: v.optional(v.string()),
   permission_suggestions: v.optional(v.array(PermissionSuggestion), []),
+  tool_use_id: v.optional(v.string()),
+});
+
+/** A hook the adapter registered firing: the CLI's hook input, with the session's directory as `cwd`. */
+const HookCallbackSchema = v.looseObject({
+  subtype: v.literal("hook_callback"),
+  callback_id: v.string(),
+  input: v.looseObject({ cwd: v.optional(v.string()), tool_use_id: v.optional(v.string()) }),
 });
 
 export const ClaudeLineSchema = v.variant("type", [
@@ -87,6 +96,12 @@ export type ToolRequest = v.InferOutput<typeof ToolRequestSchema>;
 
 export const isToolRequest = (r: { subtype: string }): r is ToolRequest => v.is(ToolRequestSchema, r);
 
+export type HookCallback = v.InferOutput<typeof HookCallbackSchema>;
+export const asHookCallback = (r: { subtype: string }): HookCallback | null => {
+  const parsed = v.safeParse(HookCallbackSchema, r);
+  return parsed.success ? parsed.output : null;
+};
+
 /** A `can_use_tool` answer (the CLI's PermissionResult). */
 export type PermissionResponse = PermissionAllow | PermissionDeny;
 export interface PermissionAllow {
@@ -104,7 +119,17 @@ export interface PermissionDeny {
 export const userLine = (prompt: string): string =>
   JSON.stringify({ type: "user", message: { role: "user", content: prompt }, parent_tool_use_id: null, session_id: "" });
 
-export const controlResponse = (requestId: string, response: PermissionResponse): string =>
+/** A hook callback's answer that leaves the call to the CLI's own flow (its permission prompt included). */
+export type HookContinue = Record<string, never>;
+
+/**
+ * The session's first control request: registers hook callbacks, `{event: [{matcher, ids}]}`; the CLI
+ * then sends a `hook_callback` request with one of the ids each time the hook fires.
+ */
+export const initializeLine = (requestId: string, hooks: Record<string, { matcher: string; hookCallbackIds: string[] }[]>): string =>
+  JSON.stringify({ type: "control_request", request_id: requestId, request: { subtype: "initialize", hooks } });
+
+export const controlResponse = (requestId: string, response: PermissionResponse | HookContinue): string =>
   JSON.stringify({ type: "control_response", response: { subtype: "success", request_id: requestId, response } });
 
 /** Refuses a control request the adapter does not serve. */

@@ -6,7 +6,8 @@
  * Offers: `createClaudeAdapter(settings)` → `RuntimeAdapter` named "claude", from `[runtimes.claude]`
  * (`bin`, `config_dir` → CLAUDE_CONFIG_DIR when set, `probe_timeout_seconds`); type `ClaudeSettings`.
  *
- * Run order: spawn (its own group) → `recordNative({pgid, startTime})` awaited → the prompt line →
+ * Run order: spawn (its own group) → `recordNative({pgid, startTime})` awaited → the `initialize`
+ * control request (the hook that reports each Bash call's directory) → the prompt line →
  * `started()` → events, prompts and the session id as they come → one outcome at the `result` line.
  * Claude has no live steering; a continuation passes `--resume <session>`. The stream is read to its
  * end, so the CLI never blocks on a full pipe; a malformed or oversized line ends the run with
@@ -19,11 +20,13 @@ import { cutUtf8 } from "../../shared/utf8.ts";
 import { failed, failedFrom, SettleOnce, startRun, textPayload } from "./adapter-kit.ts";
 import { approvalAnswer, approvalFor, DENIED, editedPaths, isEditTool, isQuestionTool, questionAnswer, questionFor } from "./claude-hitl.ts";
 import {
+  asHookCallback,
   asToolUse,
   type ClaudeLine,
   ClaudeLineSchema,
   controlError,
   controlResponse,
+  initializeLine,
   interruptLine,
   isTextBlock,
   isToolRequest,
@@ -41,6 +44,13 @@ import { probeVersion } from "./version-probe.ts";
 export type ClaudeSettings = Pick<ConfigFile["runtimes"]["claude"], "bin" | "config_dir" | "probe_timeout_seconds">;
 
 const ARGS = ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--permission-prompt-tool", "stdio"];
+
+/**
+ * The hook that tells where each Bash call runs: Claude Code keeps one shell directory for the session
+ * (a `cd` moves it) and gives it as `cwd` to a PreToolUse hook, which fires before the permission prompt.
+ */
+const SHELL_CWD_HOOK = "serverfs-shell-cwd";
+const HOOKS = { PreToolUse: [{ matcher: "Bash", hookCallbackIds: [SHELL_CWD_HOOK] }] };
 
 /** A failed tool's own reason (e.g. Claude's "Blocked: …"), bounded; the event is redacted downstream. */
 const TOOL_ERROR_BYTES = 4096;
@@ -65,6 +75,8 @@ class ClaudeRun {
   private readonly tools = new Map<string, string>();
   /** The control request now with the human, if any. */
   private pendingRequestId: string | null = null;
+  /** Bash calls the CLI is about to run or runs (tool_use id → the shell's directory as the hook gave it). */
+  private readonly shellCwds = new Map<string, string | null>();
 
   constructor(
     private readonly proc: ProviderProcess,
@@ -79,6 +91,7 @@ class ClaudeRun {
         this.result.settle({ kind: "cancelled" });
         return;
       }
+      this.proc.send(initializeLine(`serverfs-init-${this.ctx.taskId}`, HOOKS));
       this.proc.send(userLine(this.ctx.prompt));
       this.ctx.started();
       for await (const raw of this.proc.lines) {
@@ -126,6 +139,7 @@ class ClaudeRun {
         if (typeof line.message.content === "string") return;
         for (const block of line.message.content) {
           if (!isToolResult(block)) continue;
+          this.shellCwds.delete(block.tool_use_id);
           const tool = this.tools.get(block.tool_use_id);
           if (tool === undefined) continue;
           this.tools.delete(block.tool_use_id);
@@ -139,10 +153,15 @@ class ClaudeRun {
         // one turn per run: closing the input lets the CLI exit
         this.proc.closeStdin();
         return;
-      case "control_request":
+      case "control_request": {
+        const hook = asHookCallback(line.request);
         if (isToolRequest(line.request)) this.permission(line.request_id, line.request);
-        else this.proc.send(controlError(line.request_id, "unsupported request"));
+        else if (hook?.callback_id === SHELL_CWD_HOOK && hook.input.tool_use_id !== undefined) {
+          this.shellCwds.set(hook.input.tool_use_id, hook.input.cwd ?? null);
+          this.proc.send(controlResponse(line.request_id, {}));
+        } else this.proc.send(controlError(line.request_id, "unsupported request"));
         return;
+      }
       case "control_cancel_request":
         if (this.pendingRequestId === line.request_id) {
           this.pendingRequestId = null;
@@ -160,6 +179,17 @@ class ClaudeRun {
     if (name === "Bash" && typeof command === "string") this.ctx.emit("command.started", textPayload("command", command));
     else if (isEditTool(name)) this.ctx.emit("file_change.started", { tool: name, paths: editedPaths(input) });
     else this.ctx.emit("tool.started", { tool: name });
+  }
+
+  /**
+   * Where a Bash call runs, as far as it is certain: the directory its PreToolUse hook gave, unless no
+   * hook said so or another Bash call is running too (whose `cd` could move the shell first): null.
+   */
+  private shellCwd(request: ToolRequest): string | null {
+    const id = request.tool_use_id;
+    if (id === undefined) return null;
+    for (const other of this.shellCwds.keys()) if (other !== id) return null;
+    return this.shellCwds.get(id) ?? null;
   }
 
   /** Answered without blocking the stream; a request that cannot reach a human is a denial. */
@@ -180,7 +210,7 @@ class ClaudeRun {
       }
       return;
     }
-    void this.ctx.requestApproval(approvalFor(request, this.ctx.cwd)).then(
+    void this.ctx.requestApproval(approvalFor(request, this.ctx.cwd, this.shellCwd(request))).then(
       (r) => {
         // the deny carries `interrupt`: the turn ends as a cancellation, not as a provider error
         if (r.decision === "cancel_task") this.cancelRequested = true;

@@ -49,7 +49,8 @@ export interface ApprovalPayload {
   /** Empty means all four. */
   available_decisions: Decision[];
   reason?: string;
-  relative_cwd?: string;
+  /** Where a command runs; null when it cannot be known for certain. */
+  relative_cwd?: string | null;
   command_display?: string;
   tool?: string;
   /** The MCP server whose tool this is (Codex). */
