@@ -227,12 +227,13 @@ function signalAll(pgid: number | null, s: Survey, sig: NodeJS.Signals): SignalR
   return result;
 }
 
+/** Polls until the group reads gone or `ms` pass on the monotonic clock, so a step of the system clock neither cuts a grace short nor stretches it. */
 async function goneWithin(pgid: number | null, startTime: number | null, mark: string | null, ms: number, pollMs: number): Promise<boolean> {
-  const until = Date.now() + ms;
+  const until = performance.now() + ms;
   for (;;) {
     if (checkProcessGroup(pgid, startTime, mark) === "gone") return true;
-    if (Date.now() >= until) return false;
-    await Bun.sleep(Math.min(pollMs, Math.max(1, until - Date.now())));
+    if (performance.now() >= until) return false;
+    await Bun.sleep(Math.min(pollMs, Math.max(1, until - performance.now())));
   }
 }
 
