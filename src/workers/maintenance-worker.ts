@@ -1,6 +1,7 @@
 /**
  * The maintenance worker (docs/task-model.md#threads): every `maintenance_interval_seconds` it runs retention GC,
- * the deadline and interaction-expiry sweeps — the backstop behind the task service's own timers —
+ * the deadline and interaction-expiry sweeps (the backstop behind the task service's own timers: the
+ * sweep hands every recorded time to the task service, which alone knows which are due, `TimesSnapshot`)
  * and the periodic reconciliation sweep (docs/reliability.md#lazy-write-submit-and-periodic-maintenance). It deletes GC'd rows and spool files itself;
  * anything that touches a provider, a lease or a guard it hands to the task service through the
  * proxied host, which acts.
