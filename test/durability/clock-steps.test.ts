@@ -79,7 +79,7 @@ describe.skipIf(lib === null)("a step of the system clock", () => {
   }, 90_000);
 
   test("−1 h postpones neither a deadline nor a request expiry", async () => {
-    const s = await steppedBridge({ task_timeout_seconds: 12, interaction_timeout_seconds: 6 });
+    const s = await steppedBridge({ task_timeout_seconds: 16, interaction_timeout_seconds: 10 });
     const sock = s.env.socketPath;
     const running = await submitAccepted(sock, { prompt: "wait:" });
     const asking = await submitAccepted(sock, { prompt: "approval:npm test" });
