@@ -10,8 +10,8 @@
  * - `proveStopped(pgid, startTime, mark, stopRequested)` → `GroupVerdict`: the end of a run's proof, terminating
  *   what is left.
  * - `liveMarks()`: every provider mark a live process of our uid carries, from one pass over `/proc`.
- * - `PROVIDER_MARK_VARIABLE`, `DEFAULT_TERMINATE_BOUNDS`, `KILL_BOUNDS`, types `GroupVerdict`, `ProcStat`,
- *   `TerminateBounds`.
+ * - `PROVIDER_MARK_VARIABLE`, `LEADER_WAIT_MS`, `DEFAULT_TERMINATE_BOUNDS`, `KILL_BOUNDS`, types `GroupVerdict`,
+ *   `ProcStat`, `TerminateBounds`.
  *
  * "Gone" always also requires that no live process of our uid carries `SERVERFS_PROVIDER_MARK=<mark>`,
  * because shells and sandboxes may move descendants out of the group. With no recorded group but a
@@ -40,6 +40,12 @@ export interface TerminateBounds {
   verifyMs: number;
   pollMs: number;
 }
+
+/**
+ * How long the end of a run waits for the provider's leader once its input is closed (and, for a
+ * cancel or a deadline, after the interrupt) before the group check: docs/task-model.md#the-finally-path step 1.
+ */
+export const LEADER_WAIT_MS = 10_000;
 
 export const DEFAULT_TERMINATE_BOUNDS: TerminateBounds = { graceMs: 5000, verifyMs: 5000, pollMs: 100 };
 
@@ -221,12 +227,13 @@ function signalAll(pgid: number | null, s: Survey, sig: NodeJS.Signals): SignalR
   return result;
 }
 
+/** Polls until the group reads gone or `ms` pass on the monotonic clock, so a step of the system clock neither cuts a grace short nor stretches it. */
 async function goneWithin(pgid: number | null, startTime: number | null, mark: string | null, ms: number, pollMs: number): Promise<boolean> {
-  const until = Date.now() + ms;
+  const until = performance.now() + ms;
   for (;;) {
     if (checkProcessGroup(pgid, startTime, mark) === "gone") return true;
-    if (Date.now() >= until) return false;
-    await Bun.sleep(Math.min(pollMs, Math.max(1, until - Date.now())));
+    if (performance.now() >= until) return false;
+    await Bun.sleep(Math.min(pollMs, Math.max(1, until - performance.now())));
   }
 }
 

@@ -1,6 +1,7 @@
 /**
  * The maintenance worker (docs/task-model.md#threads): every `maintenance_interval_seconds` it runs retention GC,
- * the deadline and interaction-expiry sweeps — the backstop behind the task service's own timers —
+ * the deadline and interaction-expiry sweeps (the backstop behind the task service's own timers: the
+ * sweep hands every recorded time to the task service, which alone knows which are due, `TimesSnapshot`)
  * and the periodic reconciliation sweep (docs/reliability.md#lazy-write-submit-and-periodic-maintenance). It deletes GC'd rows and spool files itself;
  * anything that touches a provider, a lease or a guard it hands to the task service through the
  * proxied host, which acts.
@@ -12,13 +13,20 @@ import { checkVerdict, evidenceOfGuard, evidenceOfTask, type SweepFinding } from
 import { releaseMemory } from "../shared/release-memory.ts";
 import { collectGarbage, type GcResult } from "../shared/retention.ts";
 import { Store } from "../shared/store/index.ts";
-import { nowIso } from "../shared/time.ts";
+
+/**
+ * Every active task's deadline and every pending request's expiry, as recorded. Whether one has passed
+ * is the task service's to say: it counts them on the monotonic clock from when it set or first saw
+ * them (docs/task-model.md#time-and-clocks), which a wall-clock comparison here could not.
+ */
+export interface TimesSnapshot {
+  deadlines: { taskId: string; deadlineAt: string }[];
+  expiries: { taskId: string; requestId: string; expiresAt: string }[];
+}
 
 export interface MaintenanceHost {
-  /** Active tasks whose deadline has passed. */
-  deadlinesPassed(taskIds: string[]): void;
-  /** Pending requests whose `expires_at` has been reached. */
-  requestsExpired(requests: { taskId: string; requestId: string }[]): void;
+  /** The deadline and expiry sweep's snapshot, for the task service to act on what is due. */
+  timesToCheck(times: TimesSnapshot): void;
   /** The tasks with a live runner in the Bridge; the reconciliation sweep leaves those to it. */
   liveTaskIds(): string[] | Promise<string[]>;
   /** Proven-gone providers of guards and runner-less active tasks, for the task service to act on. */
@@ -65,14 +73,11 @@ function gc(): GcResult {
 }
 
 function sweepTimers(db: Store, h: MaintenanceHost): void {
-  const now = nowIso();
-  const late = db
-    .listActive()
-    .filter((t) => t.deadline_at !== null && t.deadline_at <= now)
-    .map((t) => t.task_id);
-  if (late.length > 0) h.deadlinesPassed(late);
-  const expired = db.listExpiredPending(now).map((r) => ({ taskId: r.task_id, requestId: r.request_id }));
-  if (expired.length > 0) h.requestsExpired(expired);
+  const deadlines = db.listActive().flatMap((t) => (t.deadline_at === null ? [] : [{ taskId: t.task_id, deadlineAt: t.deadline_at }]));
+  const expiries = db
+    .listPendingWithExpiry()
+    .flatMap((r) => (r.expires_at === null ? [] : [{ taskId: r.task_id, requestId: r.request_id, expiresAt: r.expires_at }]));
+  h.timesToCheck({ deadlines, expiries });
 }
 
 /**

@@ -15,7 +15,7 @@ import type { ConfigFile } from "../shared/config/schema.ts";
 import { type ErrorCode, ServerFsError } from "../shared/errors.ts";
 import { landingOf } from "../shared/fs/landing.ts";
 import { LIMITS } from "../shared/limits.ts";
-import { proveStopped } from "../shared/process-group.ts";
+import { LEADER_WAIT_MS, proveStopped } from "../shared/process-group.ts";
 import { normalizeAbsolute, OUTSIDE_MARK, Redactor, WORKDIR_MARK } from "../shared/redact.ts";
 import { releaseMemory } from "../shared/release-memory.ts";
 import { Store } from "../shared/store/index.ts";
@@ -193,7 +193,7 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
   });
   await Promise.race([delivered, cancelled]);
   idle.stop();
-  await handle.closeAndWait(10_000);
+  await handle.closeAndWait(LEADER_WAIT_MS);
   await batcher.settled();
   await eventWriter()
     .endRun(spec.taskId)

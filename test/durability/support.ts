@@ -130,11 +130,15 @@ const strays: Stray[] = [];
 /**
  * A process group that ignores SIGTERM, as a careless provider tool might: `sh` with TERM ignored
  * and a `sleep` grandchild that inherits the ignored disposition. It carries `mark` in its
- * environment (a provider's descendant that left the group with setsid) when one is given.
+ * environment (a provider's descendant that left the group with setsid) when one is given. With
+ * `termLog`, the shell instead notes each SIGTERM it gets as a line in that file and goes on waiting,
+ * so a test can see the moment a termination's grace began.
  */
-export function startStray(mark: string = newMark()): Stray {
+export function startStray(mark: string = newMark(), termLog?: string): Stray {
+  const script =
+    termLog === undefined ? "trap '' TERM; sleep 120 & wait" : `trap '' TERM; sleep 120 & trap 'echo term >> "$0"' TERM; while :; do wait $!; done`;
   const proc = Bun.spawn({
-    cmd: ["sh", "-c", "trap '' TERM; sleep 120 & wait"],
+    cmd: ["sh", "-c", script, ...(termLog === undefined ? [] : [termLog])],
     detached: true,
     env: { ...process.env, [PROVIDER_MARK_VARIABLE]: mark },
     stdio: ["ignore", "ignore", "ignore"],

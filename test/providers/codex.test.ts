@@ -5,7 +5,7 @@
  * directory) and its own mock.
  */
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
-import { rmSync } from "node:fs";
+import { chmodSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { ServerFsError } from "../../src/shared/errors.ts";
 import { newMark, newTaskId } from "../../src/shared/ids.ts";
@@ -338,5 +338,33 @@ describe.skipIf(!present)("docs/runtimes.md codex through the real Bridge", () =
     const task = await waitForTask(env.socketPath, submitted["task_id"] as string, isTerminalTask, 20_000);
     expect(task).toMatchObject({ status: "failed", error_code: "AGENT_PROVIDER_DISCONNECTED" });
     expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+  }, 40_000);
+
+  test("a provider that writes only to stderr is idle all the same (docs/task-model.md#time-and-clocks)", async () => {
+    const h = harness([{ hang: true }]);
+    // the real app-server, with a companion in its group writing a line to their shared stderr every 200 ms
+    const bin = h.work.file(
+      "chatty-codex",
+      `#!/bin/sh\nif [ "$1" = app-server ]; then (while :; do echo "stream disconnected - retrying" >&2; sleep 0.2; done) & fi\nexec "${CODEX_BIN}" "$@"\n`,
+    );
+    chmodSync(bin, 0o755);
+    const env = bridgeEnv({
+      config: { runtimes: { codex: { enabled: true, bin, codex_home: h.home, event_idle_timeout_seconds: 1 } } },
+      workdir: { agent_runtimes: ["codex"] },
+    });
+    const bridge = await startBridgeProcess(env, MOCK_ENV);
+    cleanups.push(async () => {
+      await bridge.stop();
+      env.dir.remove();
+    });
+    const submitted = await call(env.socketPath, "task.submit", {
+      runtime: "codex",
+      workdir: "repo",
+      path: "",
+      profile: "workspace-write",
+      prompt: "hang",
+    });
+    const task = await waitForTask(env.socketPath, submitted["task_id"] as string, isTerminalTask, 20_000);
+    expect(task).toMatchObject({ status: "failed", error_code: "AGENT_PROVIDER_DISCONNECTED" });
   }, 40_000);
 });

@@ -207,18 +207,17 @@ describe("interaction expiry", () => {
     }
   });
 
-  test("listExpiredPending lists pending requests whose expires_at is reached, earliest first", () => {
+  test("listPendingWithExpiry lists the pending requests, earliest expiry first, whatever the wall clock says", () => {
     const own = openStore();
     try {
       const s = own.store;
       const open = (expiresAt: string) => s.openRequest({ requestId: requestId(), taskId: running(s), kind: "approval", payload: APPROVAL, expiresAt }).request;
       const later = open("2026-01-01T00:00:02.000Z");
       const earlier = open("2026-01-01T00:00:01.000Z");
-      open("2026-01-01T00:00:09.000Z");
+      const future = open("2999-01-01T00:00:09.000Z");
       const resolved = open("2026-01-01T00:00:00.500Z");
       s.resolveRequest(resolved.task_id, resolved.request_id, APPROVE);
-      expect(s.listExpiredPending("2026-01-01T00:00:02.000Z").map((r) => r.request_id)).toEqual([earlier.request_id, later.request_id]);
-      expect(s.listExpiredPending("2026-01-01T00:00:00.999Z")).toEqual([]);
+      expect(s.listPendingWithExpiry().map((r) => r.request_id)).toEqual([earlier.request_id, later.request_id, future.request_id]);
     } finally {
       own.close();
     }

@@ -18,7 +18,7 @@ import { ensureResultsDir, removeLeftoverTemps } from "../../shared/spool.ts";
 import { Store } from "../../shared/store/index.ts";
 import { VERSION } from "../../shared/version.ts";
 import { Workspaces } from "../../shared/workspace.ts";
-import type { MaintenanceApi, PassFailure, PassReport } from "../../workers/maintenance-worker.ts";
+import type { MaintenanceApi, PassFailure, PassReport, TimesSnapshot } from "../../workers/maintenance-worker.ts";
 import type { ProviderWorker } from "../../workers/provider-worker.ts";
 import { createAdapters, type RuntimeOptions } from "../../workers/runtimes.ts";
 import { isCompiled, selfCommand, workerUrl } from "../self-command.ts";
@@ -101,12 +101,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
     });
     await maintenance.remote.start(
       Comlink.proxy({
-        deadlinesPassed: (ids: string[]) => {
-          for (const id of ids) void service.onDeadline(id);
-        },
-        requestsExpired: (list: { taskId: string; requestId: string }[]) => {
-          for (const r of list) service.onExpiry(r.taskId, r.requestId);
-        },
+        timesToCheck: (times: TimesSnapshot) => service.checkTimes(times),
         liveTaskIds: () => service.liveTaskIds(),
         providersGone: (findings: SweepFinding[]) => service.providersGone(findings),
         passed: (report: PassReport) => audit.info("maintenance_pass", { ...report }),

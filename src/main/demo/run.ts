@@ -119,9 +119,9 @@ async function startBridge(config: string) {
   const proc = Bun.spawn([cmd!, ...args], { stdin: "ignore", stdout: "ignore", stderr: "pipe" });
   const reader = proc.stderr.getReader();
   let buf = "";
-  const deadline = Date.now() + 20_000;
+  const deadline = performance.now() + 20_000;
   while (!buf.includes('"event":"bridge_started"')) {
-    if (Date.now() > deadline) throw new DemoFailure("the Bridge did not start");
+    if (performance.now() > deadline) throw new DemoFailure("the Bridge did not start");
     const { value, done } = await reader.read();
     if (done) throw new DemoFailure("the Bridge exited during startup");
     buf += new TextDecoder().decode(value);
@@ -161,11 +161,11 @@ export async function runDemo(): Promise<number> {
     const call = (name: string, a: Record<string, unknown> = {}) => c.callTool({ name, arguments: a }) as Promise<CallToolResult>;
 
     const waitFor = async (taskId: string, until: (t: Record<string, unknown>) => boolean) => {
-      const deadline = Date.now() + 20_000;
+      const deadline = performance.now() + 20_000;
       for (;;) {
         const t = ok(await call("get_agent_task", { task_id: taskId }), "get_agent_task");
         if (until(t)) return t;
-        expect(Date.now() < deadline, `task stuck in ${String(t["status"])}`);
+        expect(performance.now() < deadline, `task stuck in ${String(t["status"])}`);
         await call("read_agent_task_events", { task_id: taskId, after_event_id: 0, limit: 1, wait_ms: 200 });
       }
     };
@@ -314,8 +314,8 @@ export async function runDemo(): Promise<number> {
           expect(text(busy).startsWith("WORKDIR_BUSY"), `expected WORKDIR_BUSY, got ${text(busy)}`);
           const cancelled = ok<{ status: string }>(await call("cancel_agent_task", { task_id: s.task_id }), "cancel");
           let created: CallToolResult | null = null;
-          const deadline = Date.now() + 20_000;
-          while (Date.now() < deadline) {
+          const deadline = performance.now() + 20_000;
+          while (performance.now() < deadline) {
             created = await call("create_text_file", { workdir: "demo", path: "notes/new.md", content: "hi\n" });
             if (!created.isError) break;
             await Bun.sleep(100);

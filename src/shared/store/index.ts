@@ -39,7 +39,7 @@
  * - `openRequest({requestId, taskId, kind, payload, expiresAt})` → `{request, task, events}`; throws
  *   AGENT_INTERACTION_TOO_LARGE, AGENT_TASK_NOT_FOUND, REQUEST_PENDING, INVALID_TASK_TRANSITION, REQUEST_EXISTS.
  * - `getRequest(id)`, `resolveRequest(taskId, requestId, resolution)`, `staleRequest(taskId, requestId,
- *   "withdrawn" | "expired")` → change or null when the CAS lost; `listExpiredPending(nowIso)`.
+ *   "withdrawn" | "expired")` → change or null when the CAS lost; `listPendingWithExpiry()`.
  *
  * Memory: `releaseMemory()`, `PRAGMA shrink_memory` on this connection.
  *
@@ -206,8 +206,8 @@ export class Store {
   staleRequest(taskId: string, requestId: string, reason: requests.StaleReason, opts: { at?: string } = {}): requests.RequestChange | null {
     return this.reported(taskId, requests.staleRequest(this.db, taskId, requestId, reason, opts));
   }
-  listExpiredPending(now: string): RequestRow[] {
-    return requests.listExpiredPending(this.db, now);
+  listPendingWithExpiry(): RequestRow[] {
+    return requests.listPendingWithExpiry(this.db);
   }
 
   // retention

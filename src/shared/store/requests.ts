@@ -4,7 +4,7 @@
  * a compare-and-swap on the request still being `pending`, so only one of racing timers, sweeps and
  * replies wins.
  *
- * Offers: `openRequest`, `getRequest`, `resolveRequest`, `staleRequest`, `listExpiredPending` and
+ * Offers: `openRequest`, `getRequest`, `resolveRequest`, `staleRequest`, `listPendingWithExpiry` and
  * their input/result types (`OpenRequestInput`, `Resolution`, `RequestChange`, `StaleReason`).
  */
 import type { Database } from "bun:sqlite";
@@ -176,13 +176,17 @@ function changeRequest(
   });
 }
 
-/** Pending requests whose `expires_at` has been reached at `now` (`now ≥ expires_at`), earliest first. */
-export function listExpiredPending(db: Database, now: string): RequestRow[] {
+/**
+ * Pending requests that have an `expires_at`, earliest first: the expiry sweep's candidates. Whether
+ * one is due is decided on the Bridge's monotonic clock, not by comparing with the wall clock here
+ * (docs/task-model.md#time-and-clocks).
+ */
+export function listPendingWithExpiry(db: Database): RequestRow[] {
   return db
-    .query<RequestRow, [string]>(
+    .query<RequestRow, []>(
       `SELECT ${REQUEST_COLUMNS} FROM pending_requests
-       WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= ?
+       WHERE status = 'pending' AND expires_at IS NOT NULL
        ORDER BY expires_at, request_id`,
     )
-    .all(now);
+    .all();
 }

@@ -1,16 +1,34 @@
 /**
  * Time running out (docs/task-model.md#deadlines-and-interaction-expiry): a human request reaching its
- * `expires_at`, and a task reaching its deadline. Offers `onExpiry` and `onDeadline`.
+ * `expires_at`, and a task reaching its deadline. Offers `onExpiry`, `onDeadline` and `checkTimes`.
  */
 import { ServerFsError } from "../../../shared/errors.ts";
 import { isTerminal, type RequestChange } from "../../../shared/store/index.ts";
+import type { TimesSnapshot } from "../../../workers/maintenance-worker.ts";
 import type { ServiceContext } from "./context.ts";
 
-/** A request reached `expires_at` (timer, sweep or a late reply's check). */
+/**
+ * The maintenance sweep's backstop behind the timers: each recorded deadline and expiry is asked of its
+ * monotonic instant (timers.ts; one this Bridge did not set is anchored now), and what is due is acted
+ * on. Then the instants of tasks and requests that are over are forgotten.
+ */
+export function checkTimes(ctx: ServiceContext, times: TimesSnapshot): void {
+  for (const t of times.deadlines) if (ctx.deadlines.reached(t.taskId, t.deadlineAt)) void onDeadline(ctx, t.taskId);
+  for (const r of times.expiries) if (ctx.expiries.reached(r.requestId, r.expiresAt)) onExpiry(ctx, r.taskId, r.requestId);
+  ctx.deadlines.forgetWhere((taskId) => isTerminal(ctx.store.getTask(taskId)?.status ?? "failed"));
+  ctx.expiries.forgetWhere((requestId) => ctx.store.getRequest(requestId)?.status !== "pending");
+}
+
+/**
+ * A request reached `expires_at` (timer, sweep or a late reply's check). Whether that is the task's
+ * deadline is asked of the deadline's own monotonic instant (timers.ts), which an expiry at the
+ * deadline shares.
+ */
 export function onExpiry(ctx: ServiceContext, taskId: string, requestId: string): void {
   const change = expireRequest(ctx, taskId, requestId);
   if (!change) return;
-  if (change.request.expires_at === change.task.deadline_at) {
+  const deadline = change.task.deadline_at;
+  if (deadline !== null && ctx.deadlines.reached(taskId, deadline)) {
     void onDeadline(ctx, taskId);
   } else {
     const error = { code: "AGENT_INTERACTION_TIMED_OUT", message: "a human request expired before the task deadline" } as const;

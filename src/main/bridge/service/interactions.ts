@@ -36,8 +36,13 @@ export async function openInteraction<K extends keyof Replies>(
 ): Promise<Replies[K]> {
   const task = ctx.store.getTask(run.taskId);
   if (!task?.deadline_at) throw new ServerFsError("INVALID_TASK_TRANSITION", "the task is not running");
+  // Which comes first, the interaction timeout or the deadline, is decided on the monotonic clock
+  // (timers.ts); the record follows that decision and never names a time after the deadline.
   const timeout = ctx.lifecycle.interaction_timeout_seconds;
-  const expiresAt = timeout === 0 ? task.deadline_at : earlierIso(addSecondsIso(nowIso(), timeout), task.deadline_at);
+  const deadlineDue = ctx.deadlines.dueOf(run.taskId, task.deadline_at);
+  const timeoutDue = timeout === 0 ? Number.POSITIVE_INFINITY : ctx.expiries.instantIn(timeout * 1000);
+  const beforeDeadline = timeoutDue < deadlineDue;
+  const expiresAt = beforeDeadline ? earlierIso(addSecondsIso(nowIso(), timeout), task.deadline_at) : task.deadline_at;
   const requestId = newRequestId();
   ctx.store.openRequest({ requestId, taskId: run.taskId, kind, payload, expiresAt });
   ctx.deps.audit.info("request_opened", { task_id: run.taskId, request_id: requestId, kind });
@@ -45,7 +50,7 @@ export async function openInteraction<K extends keyof Replies>(
   return new Promise<Replies[K]>((resolve, reject) => {
     // respondApproval and answerQuestion check a reply against its request's kind before resolving it
     run.interaction = { requestId, resolve: (r: Resolution) => resolve(r as Replies[K]), reject };
-    ctx.expiries.arm(requestId, expiresAt, () => onExpiry(ctx, run.taskId, requestId));
+    ctx.expiries.armAt(requestId, beforeDeadline ? timeoutDue : deadlineDue, () => onExpiry(ctx, run.taskId, requestId));
   });
 }
 
@@ -70,7 +75,7 @@ function checkReply<K extends keyof PayloadOf>(ctx: ServiceContext, taskId: stri
   if (request.status === "resolved") throw new ServerFsError("REQUEST_ALREADY_RESOLVED", "the request was already answered");
   const stale = () => new ServerFsError("REQUEST_STALE", "the request is no longer pending");
   if (request.status === "stale" || task.pending_request_id !== requestId) throw stale();
-  if (request.expires_at !== null && nowIso() >= request.expires_at) {
+  if (request.expires_at !== null && ctx.expiries.reached(requestId, request.expires_at)) {
     onExpiry(ctx, taskId, requestId);
     throw stale();
   }

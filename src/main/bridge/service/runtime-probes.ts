@@ -1,6 +1,7 @@
 /**
  * Runtime probes for `runtime.list` and submission (docs/bridge-rpc.md#runtimelist, docs/task-model.md#submission step 7): run concurrently,
- * cached up to 30 s so a burst of submissions does not spawn a `--version` per call. A probe that
+ * cached up to 30 s (on the monotonic clock, so a step of the system clock back never keeps a stale
+ * answer) so a burst of submissions does not spawn a `--version` per call. A probe that
  * throws yields `{name, available: false}` only.
  */
 import type { RuntimeAdapter, RuntimeInfo } from "../../../workers/providers/types.ts";
@@ -22,9 +23,9 @@ export class RuntimeProbes {
     const adapter = this.adapters.get(name);
     if (!adapter) return Promise.resolve({ name, available: false });
     const hit = this.cache.get(name);
-    if (hit && Date.now() - hit.at < CACHE_MS) return hit.result;
+    if (hit && performance.now() - hit.at < CACHE_MS) return hit.result;
     const result = adapter.probe().catch((): ProbeResult => ({ name, available: false }));
-    this.cache.set(name, { at: Date.now(), result });
+    this.cache.set(name, { at: performance.now(), result });
     return result;
   }
 

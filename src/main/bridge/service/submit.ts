@@ -66,8 +66,10 @@ export async function submitTask(ctx: ServiceContext, p: Params<"task.submit">) 
   const startDir = resolveStartDirectory(ws, path);
   const continueNativeSessionId = continueFrom ? checkContinuation(ctx, continueFrom, p.runtime, ws, profile) : null;
 
+  // the record in wall-clock time, and the same instant on the monotonic clock, which counts it down (timers.ts)
   const createdAt = nowIso();
   const deadlineAt = addSecondsIso(createdAt, ctx.lifecycle.task_timeout_seconds);
+  const deadlineDue = ctx.deadlines.instantIn(ctx.lifecycle.task_timeout_seconds * 1000);
   const manifest = buildManifest({
     runtime: {
       name: p.runtime as RuntimeName,
@@ -141,7 +143,7 @@ export async function submitTask(ctx: ServiceContext, p: Params<"task.submit">) 
     schedulingFailed(ctx, run, e instanceof ServerFsError && e.code === "WORKDIR_RECOVERY_REQUIRED" ? null : ws.slot, code);
     throw new ServerFsError(code, `task ${taskId} could not be scheduled`);
   }
-  ctx.deadlines.arm(taskId, deadlineAt, () => void onDeadline(ctx, taskId));
+  ctx.deadlines.armAt(taskId, deadlineDue, () => void onDeadline(ctx, taskId));
   ctx.logTask("task_submitted", taskId);
   run.done = executeRun(ctx, run, ws, startDir, p.prompt, profile, continueNativeSessionId).catch((e) => {
     // every expected failure is settled inside; this keeps an unexpected one from taking the Bridge down

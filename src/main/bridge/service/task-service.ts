@@ -14,9 +14,10 @@
 import type { Remote } from "comlink";
 import type { Params } from "../../../shared/bridge-protocol/methods.ts";
 import type { SweepFinding } from "../../../shared/leases/reconcile-verdict.ts";
+import type { TimesSnapshot } from "../../../workers/maintenance-worker.ts";
 import type { ProviderWorker } from "../../../workers/provider-worker.ts";
 import { ServiceContext, type ServiceDeps } from "./context.ts";
-import { onDeadline, onExpiry } from "./expiry.ts";
+import { checkTimes } from "./expiry.ts";
 import { answerQuestion, respondApproval } from "./interactions.ts";
 import { getTask, listTasks, readEvents, readResult, runtimeList } from "./queries.ts";
 import { providersGone, recoveryClear, recoveryList } from "./recovery.ts";
@@ -99,11 +100,8 @@ export class TaskService {
   providersGone(findings: SweepFinding[]): void {
     providersGone(this.ctx, findings);
   }
-  onExpiry(taskId: string, requestId: string): void {
-    onExpiry(this.ctx, taskId, requestId);
-  }
-  onDeadline(taskId: string): Promise<void> {
-    return onDeadline(this.ctx, taskId);
+  checkTimes(times: TimesSnapshot): void {
+    checkTimes(this.ctx, times);
   }
 
   shutdown(boundMs = SHUTDOWN_BOUND_MS): Promise<void> {

@@ -27,9 +27,10 @@ export class EventWaiters {
    * `ready` is re-evaluated on every notice and at least once a second.
    */
   async wait(taskId: string, ms: number, ready: () => boolean, signal?: AbortSignal): Promise<void> {
-    const deadline = Date.now() + ms;
+    // the monotonic clock: a step of the system clock neither ends a long poll early nor stretches it
+    const deadline = performance.now() + ms;
     while (!this.closed && !signal?.aborted && !ready()) {
-      const left = deadline - Date.now();
+      const left = deadline - performance.now();
       if (left <= 0) return;
       await new Promise<void>((resolve) => {
         let set = this.waiting.get(taskId);
