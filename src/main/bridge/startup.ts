@@ -22,7 +22,7 @@ import type { MaintenanceApi, PassFailure, PassReport } from "../../workers/main
 import type { ProviderWorker } from "../../workers/provider-worker.ts";
 import { createAdapters, type RuntimeOptions } from "../../workers/runtimes.ts";
 import { isCompiled, selfCommand, workerUrl } from "../self-command.ts";
-import { acquireInstanceLock, type InstanceLock } from "./instance-lock.ts";
+import { acquireInstanceLock, acquireLockDirLock, type InstanceLock } from "./instance-lock.ts";
 import { reconcileAtStartup } from "./reconciliation.ts";
 import { startRpcServer } from "./rpc/server.ts";
 import { bridgeHandlers } from "./rpc-handlers.ts";
@@ -53,6 +53,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
   const instance: InstanceLock = acquireInstanceLock(stateDir);
   const workers: StartedWorker<object>[] = [];
   let store: Store | null = null;
+  let lockDirLock: InstanceLock | null = null;
   try {
     store = Store.open(stateDir, {
       migrate: true,
@@ -62,6 +63,8 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
       log: audit,
     });
     prepareLockDir(lockDir, sharingGid);
+    // before any guard is read: another live Bridge's guards would read as orphans here
+    lockDirLock = acquireLockDirLock(lockDir, stateDir);
     removeLeftoverGuardTemps(lockDir, instance.acquiredAtMs);
     ensureResultsDir(stateDir);
     removeLeftoverTemps(stateDir);
@@ -121,6 +124,9 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
       handlers: bridgeHandlers(service),
       isClosing: () => service.isClosing,
       onWrote: (bytes) => service.noteAnswered(bytes),
+      // docs/reliability.md#the-socket-path-stays-reachable: no path here, the startup line names it
+      onRebound: (reason) => audit.warn("socket_rebound", { reason }),
+      onRebindFailed: (reason, code) => audit.error("socket_rebind_failed", { reason, error_code: code }),
       // protocol detail only at debug: no per-request cost otherwise
       onAnswered:
         config.server.log_level === "debug"
@@ -161,6 +167,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
     supervise(provider);
 
     const openStore = store;
+    const heldLockDir = lockDirLock;
     const stop = () => {
       stopping ??= (async () => {
         const began = performance.now();
@@ -172,6 +179,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
         await provider.remote.shutdown().catch(() => undefined);
         for (const w of workers) w.terminate();
         openStore.close();
+        heldLockDir.release();
         instance.release();
         audit.info("shutdown_finished", { duration_ms: Math.round(performance.now() - began) });
       })();
@@ -181,6 +189,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
   } catch (e) {
     for (const w of workers) w.terminate();
     store?.close();
+    lockDirLock?.release();
     instance.release();
     throw e;
   }
