@@ -60,6 +60,8 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
       onMigrated: (from) => {
         if (from !== "current") audit.info("schema_migrated", { from, to: "v0.7" });
       },
+      // docs/decisions.md: the Bridge starts on a new database, and says loudly that the old one is gone
+      onMissing: (evidence) => audit.error("state_database_missing", { evidence: evidence.join(","), action: "started with a new, empty database" }),
       log: audit,
     });
     prepareLockDir(lockDir, sharingGid);
@@ -112,6 +114,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
         },
         liveTaskIds: () => service.liveTaskIds(),
         providersGone: (findings: SweepFinding[]) => service.providersGone(findings),
+        stateLost: () => service.stateLost(),
         passed: (report: PassReport) => audit.info("maintenance_pass", { ...report }),
         passFailed: (failure: PassFailure) => audit.warn("maintenance_pass_failed", { ...failure }),
       }),
