@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, lstatSync, rmSync, writeFileSync } from "node:fs";
+import { connect, type Socket } from "node:net";
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, startBridgeProcess } from "../helpers/bridge.ts";
 import { poll } from "../helpers/poll.ts";
 import { runCli } from "../helpers/process.ts";
@@ -25,9 +26,36 @@ afterAll(async () => {
 
 const isSocket = (path: string) => existsSync(path) && lstatSync(path).isSocket();
 
+/** A connection opened now and kept: `ask` sends one request line on it and resolves with its answer line. */
+async function keptConnection(path: string): Promise<{ ask(method: string): Promise<Record<string, unknown>>; close(): void }> {
+  const sock: Socket = connect(path);
+  await new Promise<void>((resolve, reject) => {
+    sock.once("connect", resolve);
+    sock.once("error", reject);
+  });
+  let buf = "";
+  return {
+    ask: (method) =>
+      new Promise((resolve) => {
+        const onData = (d: Buffer) => {
+          buf += d.toString("utf8");
+          const nl = buf.indexOf("\n");
+          if (nl < 0) return;
+          sock.off("data", onData);
+          resolve(JSON.parse(buf.slice(0, nl)) as Record<string, unknown>);
+          buf = buf.slice(nl + 1);
+        };
+        sock.on("data", onData);
+        sock.write(`${JSON.stringify({ protocol_version: 1, request_id: "kept", method, params: {} })}\n`);
+      }),
+    close: () => sock.destroy(),
+  };
+}
+
 describe("the socket path stays reachable", () => {
   test("a removed socket file is bound again, logged, and serves; a second Bridge is refused naming the running pid", async () => {
     const before = lstatSync(env.socketPath).ino;
+    const kept = await keptConnection(env.socketPath);
     const since = bridge.lines().length;
     rmSync(env.socketPath);
     await poll(() => isSocket(env.socketPath), 20_000, "the socket reappearing at its path");
@@ -38,6 +66,9 @@ describe("the socket path stays reachable", () => {
     expect(rebound).toMatchObject({ level: "WARN", reason: "missing" });
     // no path in the line: the startup line alone names the socket
     expect(JSON.stringify(rebound)).not.toContain(env.dir.path);
+    // a connection opened on the old socket is still served
+    expect(await kept.ask("runtime.list")).toMatchObject({ request_id: "kept", ok: true });
+    kept.close();
 
     const second = await runCli(["bridge", "--config", env.configPath]);
     expect(second.code).toBe(1);
