@@ -2,7 +2,8 @@
  * One Bridge per lock directory (docs/reliability.md#one-bridge-per-state-and-lock-directory): a second
  * Bridge with its own state directory and socket but the first one's `lock_dir` is refused before it
  * reads a guard, naming the running Bridge, so it never takes the first one's live provider for an
- * orphan. Real `serverfs bridge` processes, a real write task with a provider group.
+ * orphan; an offline `serverfs recovery clear` of that other state directory is refused the same way.
+ * Real `serverfs bridge` processes, a real write task with a provider group.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
@@ -62,6 +63,12 @@ describe("one Bridge per lock directory", () => {
     expect(markedProcesses(mark).length).toBeGreaterThan(0);
     const guard = readGuard(env.lockDir, 1);
     expect(guard.kind === "valid" && guard.guard.task_id).toBe(id);
+
+    // nor does an offline `recovery clear` of the other state directory reach into the first one's guards
+    const clear = await runToEnd([...SERVERFS, "recovery", "clear", "--slot", "1", "--confirm", "--config", config], { cwd: REPO_ROOT, killAfterMs: 60_000 });
+    expect(clear.code).toBe(1);
+    expect(clear.stderr).toContain(`serverfs: BRIDGE_ALREADY_RUNNING: another Bridge (pid ${first.proc.pid})`);
+    expect(readGuard(env.lockDir, 1).kind).toBe("valid");
 
     await call(env.socketPath, "task.cancel", { task_id: id });
     await waitForTask(env.socketPath, id, (t) => t["status"] === "cancelled");
