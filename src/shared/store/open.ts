@@ -123,7 +123,8 @@ function noticeLostDatabase(stateDir: string, onMissing: ((evidence: string[]) =
   const evidence = [MARKER_FILE, ...SIDE_FILES].filter((name) => lstatOrNull(join(stateDir, name)) !== null);
   if (evidence.length === 0) return;
   for (const name of SIDE_FILES) {
-    if (!evidence.includes(name)) continue;
+    // set aside only our own regular files: anything else stays STATE_DIR_UNSAFE, as at any start
+    if (!evidence.includes(name) || ownRegularFile(join(stateDir, name)) === null) continue;
     try {
       renameSync(join(stateDir, name), join(stateDir, `${name}.lost`));
     } catch {
