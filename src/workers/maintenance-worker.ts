@@ -4,7 +4,8 @@
  * sweep hands every recorded time to the task service, which alone knows which are due, `TimesSnapshot`)
  * and the periodic reconciliation sweep (docs/reliability.md#lazy-write-submit-and-periodic-maintenance). It deletes GC'd rows and spool files itself;
  * anything that touches a provider, a lease or a guard it hands to the task service through the
- * proxied host, which acts.
+ * proxied host, which acts. Each pass first checks that the database's path still names the file open
+ * here (docs/reliability.md#the-state-database-stays-the-one-open); when not, it only tells the host.
  */
 import { exposeApi } from "../shared/comlink-worker.ts";
 import { ServerFsError } from "../shared/errors.ts";
@@ -31,6 +32,8 @@ export interface MaintenanceHost {
   liveTaskIds(): string[] | Promise<string[]>;
   /** Proven-gone providers of guards and runner-less active tasks, for the task service to act on. */
   providersGone(findings: SweepFinding[]): void;
+  /** The database's path no longer names the file open here: the pass did nothing else. */
+  stateLost(): void;
   /** A pass ran to its end: the Bridge logs it, so an operator (and a test) can see the passes happen. */
   passed(report: PassReport): void;
   /** A pass stopped at `step`; only the error's type crosses, never its message (it may name a path). */
@@ -120,6 +123,11 @@ async function pass(): Promise<void> {
   const began = performance.now();
   let step: PassStep = "gc";
   try {
+    // nothing is collected or swept in a file that vanishes at the next start
+    if (store.fileLost()) {
+      h.stateLost();
+      return;
+    }
     const collected = gc();
     step = "timers";
     sweepTimers(store, h);

@@ -80,7 +80,7 @@ describe("files and modes", () => {
   test("every connection sets foreign_keys = ON, busy_timeout = 5000 and synchronous = FULL", () => {
     const stateDir = fresh();
     for (const migrate of [true, false]) {
-      const conn = openDatabase(stateDir, { migrate });
+      const conn = openDatabase(stateDir, { migrate }).db;
       opened.push(conn);
       expect(conn.query<{ foreign_keys: number }, []>("PRAGMA foreign_keys").get()?.foreign_keys).toBe(1);
       expect(conn.query<{ timeout: number }, []>("PRAGMA busy_timeout").get()?.timeout).toBe(5000);

@@ -22,7 +22,7 @@ import type { MaintenanceApi, PassFailure, PassReport, TimesSnapshot } from "../
 import type { ProviderWorker } from "../../workers/provider-worker.ts";
 import { createAdapters, type RuntimeOptions } from "../../workers/runtimes.ts";
 import { isCompiled, selfCommand, workerUrl } from "../self-command.ts";
-import { acquireInstanceLock, type InstanceLock } from "./instance-lock.ts";
+import { acquireInstanceLock, acquireLockDirLock, type InstanceLock } from "./instance-lock.ts";
 import { reconcileAtStartup } from "./reconciliation.ts";
 import { startRpcServer } from "./rpc/server.ts";
 import { bridgeHandlers } from "./rpc-handlers.ts";
@@ -53,15 +53,20 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
   const instance: InstanceLock = acquireInstanceLock(stateDir);
   const workers: StartedWorker<object>[] = [];
   let store: Store | null = null;
+  let lockDirLock: InstanceLock | null = null;
   try {
     store = Store.open(stateDir, {
       migrate: true,
       onMigrated: (from) => {
         if (from !== "current") audit.info("schema_migrated", { from, to: "v0.7" });
       },
+      // docs/decisions.md: the Bridge starts on a new database, and says loudly that the old one is gone
+      onMissing: (evidence) => audit.error("state_database_missing", { evidence: evidence.join(","), action: "started with a new, empty database" }),
       log: audit,
     });
     prepareLockDir(lockDir, sharingGid);
+    // before any guard is read: another live Bridge's guards would read as orphans here
+    lockDirLock = acquireLockDirLock(lockDir, stateDir);
     removeLeftoverGuardTemps(lockDir, instance.acquiredAtMs);
     ensureResultsDir(stateDir);
     removeLeftoverTemps(stateDir);
@@ -104,6 +109,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
         timesToCheck: (times: TimesSnapshot) => service.checkTimes(times),
         liveTaskIds: () => service.liveTaskIds(),
         providersGone: (findings: SweepFinding[]) => service.providersGone(findings),
+        stateLost: () => service.stateLost(),
         passed: (report: PassReport) => audit.info("maintenance_pass", { ...report }),
         passFailed: (failure: PassFailure) => audit.warn("maintenance_pass_failed", { ...failure }),
       }),
@@ -116,6 +122,9 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
       handlers: bridgeHandlers(service),
       isClosing: () => service.isClosing,
       onWrote: (bytes) => service.noteAnswered(bytes),
+      // docs/reliability.md#the-socket-path-stays-reachable: no path here, the startup line names it
+      onRebound: (reason) => audit.warn("socket_rebound", { reason }),
+      onRebindFailed: (reason, code) => audit.error("socket_rebind_failed", { reason, error_code: code }),
       // protocol detail only at debug: no per-request cost otherwise
       onAnswered:
         config.server.log_level === "debug"
@@ -156,6 +165,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
     supervise(provider);
 
     const openStore = store;
+    const heldLockDir = lockDirLock;
     const stop = () => {
       stopping ??= (async () => {
         const began = performance.now();
@@ -167,6 +177,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
         await provider.remote.shutdown().catch(() => undefined);
         for (const w of workers) w.terminate();
         openStore.close();
+        heldLockDir.release();
         instance.release();
         audit.info("shutdown_finished", { duration_ms: Math.round(performance.now() - began) });
       })();
@@ -176,6 +187,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
   } catch (e) {
     for (const w of workers) w.terminate();
     store?.close();
+    lockDirLock?.release();
     instance.release();
     throw e;
   }

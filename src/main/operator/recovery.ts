@@ -5,7 +5,8 @@
  *
  * The guard keeps exactly one writer, whoever holds the instance lock: `clear` first tries to take
  * that lock — free means no Bridge runs, and the command clears the guard itself while holding it;
- * held means a Bridge runs, and `recovery.clear` goes over its socket. `list` changes nothing: it
+ * held means a Bridge runs, and `recovery.clear` goes over its socket. Offline it also takes the lock
+ * directory's lock, so a Bridge of another state directory on that lock directory is not overridden. `list` changes nothing: it
  * asks a Bridge that answers on the socket, else looks at the lock directory and database directly.
  *
  * Exit codes: 0 done (also "no guard"), 2 usage (`--confirm` missing) or INVALID_WORKDIR_SLOT, 1 any
@@ -29,7 +30,7 @@ import {
 } from "../../shared/leases/operator-override.ts";
 import { DB_FILE, Store } from "../../shared/store/index.ts";
 import { booleanFlag, type ParsedArgs, stringFlag, UsageError } from "../args.ts";
-import { acquireInstanceLock } from "../bridge/instance-lock.ts";
+import { acquireInstanceLock, acquireLockDirLock, type InstanceLock } from "../bridge/instance-lock.ts";
 import { printJson, printLine, runCommand, table } from "./output.ts";
 
 export async function runRecovery(args: ParsedArgs, configPath: string | undefined): Promise<number> {
@@ -101,13 +102,17 @@ async function clear(config: Config, slot: number): Promise<ClearResult> {
     if (!(e instanceof ServerFsError && e.code === "BRIDGE_ALREADY_RUNNING")) throw e;
     return BridgeClient.fromConfig(config).call("recovery.clear", { slot, confirm: true }, { result: ClearResultSchema });
   }
-  // no Bridge runs, and none can start while this holds the instance lock
+  // no Bridge runs, and none can start while this holds the instance lock; nor may one of another
+  // state directory hold this lock directory (BRIDGE_ALREADY_RUNNING names it)
   let store: Store | null = null;
+  let lockDirLock: InstanceLock | null = null;
   try {
+    if (existsSync(config.bridge.lockDir)) lockDirLock = acquireLockDirLock(config.bridge.lockDir, config.bridge.stateDir);
     store = openStoreIfAny(config);
     return clearGuard({ lockDir: config.bridge.lockDir, store, audit: new AuditLog(config.server.log_level) }, slot);
   } finally {
     store?.close();
+    lockDirLock?.release();
     instance.release();
   }
 }

@@ -4,7 +4,7 @@
  * own `Store` (its own connection to the one WAL file): the main thread with `migrate: true`, the provider and maintenance
  * workers without. No globals: two stores in one thread are independent connections.
  *
- * `Store.open(stateDir, { migrate, log })` — docs/task-model.md#the-state-database safety checks and pragmas, STATE_DIR_UNSAFE
+ * `Store.open(stateDir, { migrate, onMissing, log })` — docs/task-model.md#the-state-database safety checks and pragmas, STATE_DIR_UNSAFE
  * on violation; with `log`, every service event a limit dropped is logged (`service_event_dropped`, docs/events.md#appending),
  * whichever thread's write dropped it.
  *
@@ -41,6 +41,8 @@
  * - `getRequest(id)`, `resolveRequest(taskId, requestId, resolution)`, `staleRequest(taskId, requestId,
  *   "withdrawn" | "expired")` → change or null when the CAS lost; `listPendingWithExpiry()`.
  *
+ * File: `fileLost()`, true once the database's path no longer names the file open here.
+ *
  * Memory: `releaseMemory()`, `PRAGMA shrink_memory` on this connection.
  *
  * Backup: `backupTo(file)` → `{bytes, tasks, events}`, an online `VACUUM INTO` a new 0600 file.
@@ -50,17 +52,18 @@
  * `deleteTasks(ids)` → the ids deleted, one transaction for the whole batch.
  */
 import type { Database } from "bun:sqlite";
+import { join } from "node:path";
 import type { AuditLog } from "../audit.ts";
 import { type BackupReport, backupDatabase } from "./backup.ts";
 import * as events from "./events.ts";
-import { type OpenOptions, openDatabase } from "./open.ts";
+import { DB_FILE, type FileIdentity, type OpenOptions, openDatabase, sameFile } from "./open.ts";
 import * as requests from "./requests.ts";
 import type { EventInput, NewTask, RequestRow, TaskRow } from "./rows.ts";
 import { type TaskObject, taskObject } from "./task-object.ts";
 import * as tasks from "./tasks.ts";
 
 export type { AppendOptions, AppendResult, EventEnvelope, EventLimitCode } from "./events.ts";
-export { DB_FILE, type OpenOptions } from "./open.ts";
+export { DB_FILE, MARKER_FILE, type OpenOptions } from "./open.ts";
 export type {
   OpenRequestInput,
   RequestChange,
@@ -95,10 +98,22 @@ export class Store {
   private constructor(
     private readonly db: Database,
     private readonly log: AuditLog | undefined,
+    private readonly file: string,
+    private readonly identity: FileIdentity,
   ) {}
 
   static open(stateDir: string, opts: StoreOptions = {}): Store {
-    return new Store(openDatabase(stateDir, opts), opts.log);
+    const { db, identity } = openDatabase(stateDir, opts);
+    return new Store(db, opts.log, join(stateDir, DB_FILE), identity);
+  }
+
+  /**
+   * The database's path no longer names the file this connection has open: it was removed or
+   * replaced under it, and whatever is written now vanishes with the open file
+   * (docs/reliability.md#the-state-database-stays-the-one-open).
+   */
+  fileLost(): boolean {
+    return !sameFile(this.file, this.identity);
   }
 
   /** Passes a service write's change through, logging a limit-dropped event. */

@@ -3,7 +3,14 @@
  * only the main thread passes `migrate: true`, which also switches the file to WAL (the journal mode
  * is a property of the file, so the other connections inherit it).
  *
- * Offers: `openDatabase(stateDir, { migrate })`, `DB_FILE`.
+ * Offers: `openDatabase(stateDir, { migrate, onMissing })` → the connection and the identity (device,
+ * inode) of the file it opened; `DB_FILE`; `sameFile(path, identity)`.
+ *
+ * A database lost (docs/reliability.md#the-state-database-stays-the-one-open): the main thread writes
+ * `state.created` beside the database once it has one, so a later start that finds the marker (or the
+ * `-wal` / `-shm` files) but no database knows one existed and says so (`onMissing`). The leftover
+ * `-wal` / `-shm` of a lost database are set aside as `*.lost` first, so SQLite never reads them as the
+ * new database's.
  *
  * Safety: `state_dir` must be a real directory owned by this uid and is set to 0700; the database and
  * its `-wal` / `-shm` files must be regular files owned by this uid (checked before SQLite can touch
@@ -15,21 +22,32 @@
  * following a symlink) and set to 0600 with `chmod`, re-checked to be the same entry afterwards.
  */
 import { Database, SQLiteError, constants as sqlite } from "bun:sqlite";
-import { chmodSync, closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, type Stats } from "node:fs";
+import { chmodSync, closeSync, constants, fchmodSync, fstatSync, lstatSync, mkdirSync, openSync, renameSync, type Stats, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ServerFsError } from "../errors.ts";
 import { O_CLOEXEC } from "../fs/dir-handle.ts";
 import { ownUid, PRIVATE_DIR, PRIVATE_FILE, permissionBits } from "../fs/modes.ts";
+import { isStorageFault } from "../storage-fault.ts";
 import { type MigratedFrom, migrate } from "./migrate.ts";
 
 export const DB_FILE = "state.sqlite3";
-const DB_FILES = [DB_FILE, `${DB_FILE}-wal`, `${DB_FILE}-shm`] as const;
+const SIDE_FILES = [`${DB_FILE}-wal`, `${DB_FILE}-shm`] as const;
+const DB_FILES = [DB_FILE, ...SIDE_FILES] as const;
+/** Written once a database exists here: evidence, at a later start, that a missing one was lost. */
+export const MARKER_FILE = "state.created";
+
+export interface FileIdentity {
+  dev: number;
+  ino: number;
+}
 
 export interface OpenOptions {
   /** Main thread only: set WAL and run the docs/task-model.md#the-state-database migration before returning. */
   migrate?: boolean;
   /** Told what the migration started from (the Bridge logs it). */
   onMigrated?: (from: MigratedFrom) => void;
+  /** With `migrate`: the database is missing while the state directory shows it existed (the names that show it). */
+  onMissing?: (evidence: string[]) => void;
 }
 
 const unsafeDir = () => new ServerFsError("STATE_DIR_UNSAFE", "state_dir is not a private directory of the Bridge user");
@@ -87,8 +105,58 @@ function privatize(path: string): void {
   if (after === null || after.ino !== st.ino || after.dev !== st.dev || permissionBits(after.mode) !== PRIVATE_FILE) throw unsafeFile();
 }
 
-export function openDatabase(stateDir: string, opts: OpenOptions = {}): Database {
+/** Whether `path` still names the file `identity` was taken from (false when it is gone or another entry). */
+export function sameFile(path: string, identity: FileIdentity): boolean {
+  try {
+    const st = lstatSync(path);
+    return st.dev === identity.dev && st.ino === identity.ino;
+  } catch (e) {
+    // only a missing entry is a loss; a stat that fails otherwise tells nothing
+    const code = errnoOf(e);
+    return code !== "ENOENT" && code !== "ENOTDIR";
+  }
+}
+
+/** No database, but a marker or side files: log it, and set the side files aside before SQLite sees them. */
+function noticeLostDatabase(stateDir: string, onMissing: ((evidence: string[]) => void) | undefined): void {
+  if (ownRegularFile(join(stateDir, DB_FILE)) !== null) return;
+  const evidence = [MARKER_FILE, ...SIDE_FILES].filter((name) => lstatOrNull(join(stateDir, name)) !== null);
+  if (evidence.length === 0) return;
+  for (const name of SIDE_FILES) {
+    // set aside only our own regular files: anything else stays STATE_DIR_UNSAFE, as at any start
+    if (!evidence.includes(name) || ownRegularFile(join(stateDir, name)) === null) continue;
+    try {
+      renameSync(join(stateDir, name), join(stateDir, `${name}.lost`));
+    } catch {
+      throw unsafeFile();
+    }
+  }
+  onMissing?.(evidence);
+}
+
+function lstatOrNull(path: string): Stats | null {
+  try {
+    return lstatSync(path);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The marker, written once (create-only, so never through a link planted there). A disk too full for
+ * it does not stop the start: it is evidence only, and the next start writes it.
+ */
+function writeMarker(stateDir: string): void {
+  try {
+    writeFileSync(join(stateDir, MARKER_FILE), `${JSON.stringify({ created_at: new Date().toISOString() })}\n`, { mode: PRIVATE_FILE, flag: "wx" });
+  } catch (e) {
+    if (errnoOf(e) !== "EEXIST" && !isStorageFault(e)) throw unsafeFile();
+  }
+}
+
+export function openDatabase(stateDir: string, opts: OpenOptions = {}): { db: Database; identity: FileIdentity } {
   secureStateDir(stateDir);
+  if (opts.migrate) noticeLostDatabase(stateDir, opts.onMissing);
   // before SQLite opens anything: an existing entry must already be one of our regular files
   for (const name of DB_FILES) ownRegularFile(join(stateDir, name));
 
@@ -109,9 +177,11 @@ export function openDatabase(stateDir: string, opts: OpenOptions = {}): Database
       opts.onMigrated?.(from);
     }
     for (const name of DB_FILES) privatize(join(stateDir, name));
+    if (opts.migrate) writeMarker(stateDir);
+    const st = lstatSync(join(stateDir, DB_FILE));
+    return { db, identity: { dev: st.dev, ino: st.ino } };
   } catch (e) {
     db.close();
     throw e;
   }
-  return db;
 }

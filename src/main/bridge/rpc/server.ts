@@ -4,7 +4,8 @@
  * connections served concurrently and each strictly in order. Offers `startRpcServer`,
  * `RpcServerOptions`, `RpcServer` (and re-exports the handler types).
  *
- * Shutdown (docs/task-model.md#shutdown step 1): `close()` stops accepting, unlinks the socket if it is still the inode
+ * While it runs, the socket path is watched (`socket-watch.ts`): a socket file removed or replaced is bound
+ * again within about a second. Shutdown (docs/task-model.md#shutdown step 1): `close()` stops watching and accepting, unlinks the socket if it is still the inode
  * bound here, and aborts every in-flight request's signal so long polls return at once. Open
  * connections stay: their further requests are answered BRIDGE_CLOSED until the process exits.
  */
@@ -13,7 +14,8 @@ import type { RpcResponse } from "../../../shared/bridge-protocol/envelope.ts";
 import { type Connection, Connection as ConnectionImpl, type ConnectionSocket } from "./connection.ts";
 import type { MethodHandlers } from "./dispatch.ts";
 import { type AllowedPeer, resolvePeer } from "./peer-check.ts";
-import { bindSocket, prepareSocketPath, unlinkIfBound } from "./socket-hygiene.ts";
+import { bindSocket, prepareSocketPath } from "./socket-hygiene.ts";
+import { type SocketLoss, watchSocketPath } from "./socket-watch.ts";
 
 export type { MethodHandler, MethodHandlers, MethodTable, RequestContext } from "./dispatch.ts";
 
@@ -33,6 +35,10 @@ export interface RpcServerOptions {
   onWrote?: ((bytes: number) => void) | undefined;
   /** Told about every answered request (method, outcome, milliseconds), for the debug log. */
   onAnswered?: ((method: string | null, response: RpcResponse, ms: number) => void) | undefined;
+  /** Told when the socket path was found removed or replaced and a fresh socket now serves there. */
+  onRebound?: (reason: SocketLoss) => void;
+  /** Told when the socket path could not be taken back (once per failure code). */
+  onRebindFailed?: (reason: SocketLoss, code: string) => void;
 }
 
 export interface RpcServer {
@@ -54,24 +60,30 @@ export async function startRpcServer(options: RpcServerOptions): Promise<RpcServ
     wrote: options.onWrote,
   };
 
-  await prepareSocketPath(socketPath, sharingGid);
-  const { listener, inode } = bindSocket<Connection | undefined>(socketPath, sharingGid, {
+  const handler = {
     open(socket: ConnectionSocket) {
       socket.data = new ConnectionImpl(socket, connectionOptions);
       socket.data.open();
     },
-    data: (socket, chunk) => socket.data?.onData(chunk),
-    end: (socket) => socket.data?.onEnd(),
-    drain: (socket) => socket.data?.onDrain(),
-    close: (socket) => socket.data?.onClose(),
+    data: (socket: ConnectionSocket, chunk: Buffer) => socket.data?.onData(chunk),
+    end: (socket: ConnectionSocket) => socket.data?.onEnd(),
+    drain: (socket: ConnectionSocket) => socket.data?.onDrain(),
+    close: (socket: ConnectionSocket) => socket.data?.onClose(),
+  };
+  await prepareSocketPath(socketPath, sharingGid);
+  const watch = watchSocketPath(bindSocket<Connection | undefined>(socketPath, sharingGid, handler), {
+    socketPath,
+    sharingGid,
+    handler,
+    onRebound: (reason) => options.onRebound?.(reason),
+    onRebindFailed: (reason, code) => options.onRebindFailed?.(reason, code),
   });
 
   return {
     async close() {
       if (stopped.signal.aborted) return;
       stopped.abort();
-      listener.stop(false);
-      unlinkIfBound(socketPath, inode);
+      watch.close();
     },
   };
 }

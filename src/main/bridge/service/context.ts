@@ -58,6 +58,8 @@ export class ServiceContext {
   readonly unrecorded: UnrecordedOutcomes;
   /** Shutdown has begun: nothing new starts, and late outcomes are discarded. */
   closing = false;
+  /** The state database was found removed or replaced under the Bridge; only a restart clears it. */
+  private stateLost = false;
   private idleRelease: ReturnType<typeof setTimeout> | null = null;
   /** Bytes answered over RPC since memory was last given back, and when the release was last armed. */
   private answeredBytes = 0;
@@ -86,6 +88,23 @@ export class ServiceContext {
 
   get recoveryScope(): RecoveryScope {
     return { store: this.store, lockDir: this.lockDir, audit: this.deps.audit, unrecorded: (id) => this.unrecorded.has(id) };
+  }
+
+  /**
+   * docs/reliability.md#the-state-database-stays-the-one-open: the database's path must still name the
+   * file open here before a submission or a decision is taken, else it would be acknowledged into a
+   * file that vanishes at the next start. Fails closed (BRIDGE_STATE_LOST) from then until a restart.
+   */
+  requireState(): void {
+    if (!this.stateLost && this.store.fileLost()) this.noteStateLost("request");
+    if (this.stateLost) throw new ServerFsError("BRIDGE_STATE_LOST", "the Bridge's state database was removed or replaced while it ran; restart the Bridge");
+  }
+
+  /** Logged once, at error level: the operator must restart the Bridge. */
+  noteStateLost(foundBy: "request" | "maintenance"): void {
+    if (this.stateLost) return;
+    this.stateLost = true;
+    this.deps.audit.error("state_database_lost", { found_by: foundBy, live_tasks: this.runs.size });
   }
 
   requireTask(taskId: string): TaskRow {

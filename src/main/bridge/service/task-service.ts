@@ -74,16 +74,21 @@ export class TaskService {
   readResult(p: Params<"task.result.read">) {
     return readResult(this.ctx, p);
   }
+  // submissions and decisions are refused while the database file is not the one open (requireState)
   submit(p: Params<"task.submit">) {
+    this.ctx.requireState();
     return submitTask(this.ctx, p);
   }
   respondApproval(p: Params<"task.approval.respond">) {
+    this.ctx.requireState();
     return respondApproval(this.ctx, p);
   }
   answerQuestion(p: Params<"task.question.answer">) {
+    this.ctx.requireState();
     return answerQuestion(this.ctx, p);
   }
   sendMessage(p: Params<"task.message.send">) {
+    this.ctx.requireState();
     return sendMessage(this.ctx, p);
   }
   cancel(taskId: string) {
@@ -97,6 +102,10 @@ export class TaskService {
   }
 
   /** The maintenance worker's findings (docs/task-model.md#reconciliation, #deadlines-and-interaction-expiry). */
+  /** The maintenance pass found the database's path naming another file, or none. */
+  stateLost(): void {
+    this.ctx.noteStateLost("maintenance");
+  }
   providersGone(findings: SweepFinding[]): void {
     providersGone(this.ctx, findings);
   }
