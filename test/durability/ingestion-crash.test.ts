@@ -18,7 +18,7 @@ import { DB_FILE } from "../../src/shared/store/index.ts";
 import { FAKE_RUN_LOG_VARIABLE } from "../../src/workers/fake-provider.ts";
 import { type BridgeProcess, call, type EventEnvelope, isTerminalTask, startBridgeProcess, waitForTask } from "../helpers/bridge.ts";
 import { poll } from "../helpers/poll.ts";
-import { aliasOf, cleanup, crash, type WriteEnv, writeEnv } from "./support.ts";
+import { aliasOf, cleanup, crash, mcpView, type WriteEnv, writeEnv } from "./support.ts";
 
 const SLOTS = 2;
 /** Per task: most of the 10,000 cap, so a flood lasts long enough to be cut. */
@@ -116,6 +116,9 @@ describe("a flood of provider events through the event writer", () => {
     for (const id of ids) expect(g.ledger.terminal.get(id)).toBe("succeeded");
     const stored = committed(g.view.stateDir);
     for (const id of ids) expect(stored.get(id)).toBe(EVENTS);
+    // a run's finally path releases the lease after its end is stored (docs/task-model.md#the-finally-path):
+    // the settled check reads the slots once every run has released them
+    await poll(() => [...Array(g.view.slots).keys()].every((i) => mcpView(g.view.lockDir, i + 1) === "free"), 30_000, "every slot free");
     // the checker reads every event: `event 1..N` in order (event_gap), task.started + N + task.completed
     // counted in the row (event_count_mismatch), one run each (ran_twice), no guard left
     expect(await violations(g, { id: `flood${process.pid}`, generation: 0 })).toEqual({});
