@@ -3,8 +3,9 @@
  * confined) to the worker that walks it: the workdir's real root, the normalized target and the
  * path policy's options, from which the worker rebuilds the same `PathPolicy`.
  */
-import { PathPolicy, type PathPolicyOptions } from "../../../shared/path/policy.ts";
-import type { ReadTarget } from "../deps.ts";
+
+import type { ReadTarget } from "../../main/mcp/deps.ts";
+import { PathPolicy, type PathPolicyOptions } from "../../shared/path/policy.ts";
 
 export interface TreeTarget {
   realRoot: string;
