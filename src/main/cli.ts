@@ -7,10 +7,10 @@
 import { ConfigError } from "../shared/config/load.ts";
 import { suggestion } from "../shared/did-you-mean.ts";
 import { isServerFsError } from "../shared/errors.ts";
+import { isCompiled } from "../shared/self-command.ts";
 import { PROTOCOL_VERSION, VERSION } from "../shared/version.ts";
 import { booleanFlag, type ParsedArgs, parseArgs, stringFlag, UsageError } from "./args.ts";
 import { COMMANDS, type CommandSpec, commandNames, commandUsage, HELP_FLAGS, programUsage } from "./commands.ts";
-import { isCompiled } from "./self-command.ts";
 
 /** Flags that take a value, in any command: their values are not the command word. */
 const VALUE_FLAGS = new Set(Object.values(COMMANDS).flatMap((c) => Object.keys(c.flags).filter((f) => c.flags[f]!.value)));

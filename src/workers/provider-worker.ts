@@ -7,7 +7,6 @@
  * through the proxied `ProviderHost`.
  */
 import * as Comlink from "comlink";
-import { workerUrl } from "../main/self-command.ts";
 import { AuditLog } from "../shared/audit.ts";
 import { byteSize } from "../shared/byte-size.ts";
 import { exposeApi, type StartedWorker, startWorker } from "../shared/comlink-worker.ts";
@@ -18,6 +17,7 @@ import { LIMITS } from "../shared/limits.ts";
 import { LEADER_WAIT_MS, proveStopped } from "../shared/process-group.ts";
 import { normalizeAbsolute, OUTSIDE_MARK, Redactor, WORKDIR_MARK } from "../shared/redact.ts";
 import { releaseMemory } from "../shared/release-memory.ts";
+import { workerUrl } from "../shared/self-command.ts";
 import { Store } from "../shared/store/index.ts";
 import { byteLength, encoder } from "../shared/utf8.ts";
 import { autoDeclinedEvent, type Land, landPaths, outsideWorkdir } from "./auto-decline.ts";

@@ -8,10 +8,10 @@
  * others the decoded one.
  */
 import { describe, expect, test } from "bun:test";
-import { foldTraps } from "../../src/main/mcp/fs/ascii-fold.ts";
-import { type LineHit, LiteralSearch } from "../../src/main/mcp/fs/literal-search.ts";
-import { newStopFlag } from "../../src/main/mcp/fs/stop-flag.ts";
 import { BOM, cutUtf8, decodeStrict, hasBom } from "../../src/shared/utf8.ts";
+import { foldTraps } from "../../src/workers/walk/ascii-fold.ts";
+import { type LineHit, LiteralSearch } from "../../src/workers/walk/literal-search.ts";
+import { newStopFlag } from "../../src/workers/walk/stop-flag.ts";
 import { seededRandom } from "../helpers/random.ts";
 
 const literalPattern = (s: string) => s.replace(/[\\^$.*+?()[\]{}|]/g, "\\$&");

@@ -6,8 +6,8 @@
  */
 import { type StartedWorker, startWorker } from "../../shared/comlink-worker.ts";
 import { ServerFsError } from "../../shared/errors.ts";
+import { workerUrl } from "../../shared/self-command.ts";
 import type { SpoolApi } from "../../workers/spool-worker.ts";
-import { workerUrl } from "../self-command.ts";
 
 export type SpoolWorker = StartedWorker<SpoolApi>;
 

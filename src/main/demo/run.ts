@@ -13,8 +13,8 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { selfCommand } from "../../shared/self-command.ts";
 import { paint, writeStdout } from "../operator/output.ts";
-import { selfCommand } from "../self-command.ts";
 
 const bold = (s: string) => paint("bold", s);
 const dim = (s: string) => paint("dim", s);

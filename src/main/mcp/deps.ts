@@ -6,6 +6,7 @@ import type { AuditFields, AuditLog } from "../../shared/audit.ts";
 import type { Config } from "../../shared/config/load.ts";
 import { ServerFsError } from "../../shared/errors.ts";
 import type { Workspace, Workspaces } from "../../shared/workspace.ts";
+import type { TreeTarget } from "../../workers/walk/tree-job.ts";
 import type { HeavyCalls } from "./heavy-calls.ts";
 import type { Transport } from "./transfer-limit.ts";
 
@@ -41,4 +42,10 @@ export function readTarget(deps: McpDeps, audit: AuditFields, workdir: string, r
   const { path, segments } = ws.confine(rawPath);
   audit["path"] = path;
   return { ws, path, segments, where: ws.where(path) };
+}
+
+/** A confined target as a walk-pool job carries it to the worker (src/workers/walk/tree-job.ts). */
+export function treeTarget(t: ReadTarget): TreeTarget {
+  const { allow_hidden, disable_default_deny, extra_deny_globs } = t.ws.policy;
+  return { realRoot: t.ws.realRoot, path: t.path, segments: t.segments, where: t.where, policy: { allow_hidden, disable_default_deny, extra_deny_globs } };
 }

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { ServerFsError } from "../../shared/errors.ts";
 import { writePrivateFile } from "../../shared/fs/private-file.ts";
 import { readRegularFile } from "../../shared/fs/regular-file.ts";
-import { selfCommand } from "../self-command.ts";
+import { selfCommand } from "../../shared/self-command.ts";
 import { tomlString } from "./toml-string.ts";
 
 export const HOSTS = ["claude-code", "codex", "claude-desktop"] as const;

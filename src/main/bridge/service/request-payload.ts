@@ -14,6 +14,7 @@
  */
 import { closeSync, readSync } from "node:fs";
 import { withParent } from "../../../shared/fs/dir-handle.ts";
+import { openExistingFile } from "../../../shared/fs/existing-file.ts";
 import { LIMITS } from "../../../shared/limits.ts";
 import { OUTSIDE_MARK, Redactor } from "../../../shared/redact.ts";
 import { requestSummary } from "../../../shared/request-summary.ts";
@@ -21,7 +22,6 @@ import { diffHeader, unifiedDiff } from "../../../shared/unified-diff.ts";
 import { byteLength, cutUtf8, decodeStrict } from "../../../shared/utf8.ts";
 import type { Workspace } from "../../../shared/workspace.ts";
 import type { ProposedChange } from "../../../workers/providers/types.ts";
-import { openExistingFile } from "../../mcp/mutation/existing-file.ts";
 
 export const DIFF_FILE_BYTES = 16_384;
 export const DIFF_REQUEST_BYTES = 49_152;

@@ -3,7 +3,7 @@
  * exactly the result of a walk on one thread: the same matches in the same order, the same
  * truncation at `limit + 1` matches or past `maxEntries` entries.
  *
- * The walk is cut into parts (`walk-part.ts`). The first walks the call's directory; once a part has
+ * The walk is cut into parts (`src/workers/walk/walk-part.ts`). The first walks the call's directory; once a part has
  * read `PART_ENTRIES` entries it stops entering subdirectories and hands each further one back as a
  * deferred part, in its place among the part's matches. Parts run on up to `search_workers` workers
  * at once, earliest in walk order first (a subdirectory's segments compared by bytes are its walk
@@ -20,10 +20,10 @@
  * stopped earlier would never have met it; the call's deadline and shutdown end it at once.
  */
 import type { Remote } from "comlink";
+import type { StopFlag } from "../../../workers/walk/stop-flag.ts";
+import type { PartResult, WalkPart } from "../../../workers/walk/walk-part.ts";
 import type { WalkApi } from "../../../workers/walk-worker.ts";
 import type { WaitOptions } from "../wait-queue.ts";
-import type { StopFlag } from "./stop-flag.ts";
-import type { PartResult, WalkPart } from "./walk-part.ts";
 import type { WalkPool } from "./walk-pool.ts";
 
 /** Entries a part reads before deferring subdirectories: a few milliseconds of walking. */

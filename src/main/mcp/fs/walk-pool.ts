@@ -16,10 +16,10 @@
 import type { Remote } from "comlink";
 import { type StartedWorker, startWorker } from "../../../shared/comlink-worker.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
+import { workerUrl } from "../../../shared/self-command.ts";
+import { newStopFlag, raise, type StopFlag } from "../../../workers/walk/stop-flag.ts";
 import type { WalkApi } from "../../../workers/walk-worker.ts";
-import { workerUrl } from "../../self-command.ts";
 import { Abandoned, type WaitOptions, WaitQueue, whenDue } from "../wait-queue.ts";
-import { newStopFlag, raise, type StopFlag } from "./stop-flag.ts";
 
 const RETIRE_MS = 1000;
 

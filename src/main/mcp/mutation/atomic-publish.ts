@@ -14,9 +14,9 @@ import { type BigIntStats, fchmodSync, fchownSync, fsyncSync, linkSync, renameSy
 import { ServerFsError } from "../../../shared/errors.ts";
 import { copyXattrs } from "../../../shared/ffi/xattr.ts";
 import { at, lstatAt } from "../../../shared/fs/dir-handle.ts";
+import type { OpenFile } from "../../../shared/fs/existing-file.ts";
 import { permissionBits } from "../../../shared/fs/modes.ts";
 import { osCode, osError } from "../../../shared/fs/os-errors.ts";
-import type { OpenFile } from "./existing-file.ts";
 import { requireRevisionByName } from "./expected-revision.ts";
 import { createLockedTemp, dropTemp, removeStaleTemps, unlinkTempName } from "./temp-files.ts";
 

@@ -5,7 +5,7 @@
  */
 import { ServerFsError } from "../../../shared/errors.ts";
 import { closeQuietly } from "../../../shared/fs/dir-handle.ts";
-import { type OpenFile, openExistingFile } from "./existing-file.ts";
+import { type OpenFile, openExistingFile } from "../../../shared/fs/existing-file.ts";
 import { requireRevision } from "./expected-revision.ts";
 
 /** Opens the file to replace; the caller closes `fd`. */

@@ -5,9 +5,9 @@
 import { unlinkSync } from "node:fs";
 import * as v from "valibot";
 import { at, closeQuietly } from "../../../shared/fs/dir-handle.ts";
+import { openExistingFile } from "../../../shared/fs/existing-file.ts";
 import { osError } from "../../../shared/fs/os-errors.ts";
 import type { McpDeps } from "../deps.ts";
-import { openExistingFile } from "../mutation/existing-file.ts";
 import { requireRevision, requireRevisionByName } from "../mutation/expected-revision.ts";
 import { deleteTool } from "./delete-tool.ts";
 

@@ -4,8 +4,7 @@
  * `max_walk_entries` entries visited. The walk is a heavy call, its parts run on the walk pool's threads.
  */
 import * as v from "valibot";
-import { type McpDeps, readTarget } from "../deps.ts";
-import { treeTarget } from "../fs/tree-job.ts";
+import { type McpDeps, readTarget, treeTarget } from "../deps.ts";
 import { nonEmptyTextParam, pathParam, searchLimitParam, withDefault, workdirParam } from "../params.ts";
 import { defineTool, READ_ONLY } from "../tool.ts";
 

@@ -7,9 +7,8 @@
 import { fstatSync } from "node:fs";
 import * as v from "valibot";
 import { withDir } from "../../../shared/fs/dir-handle.ts";
-import { type McpDeps, readTarget } from "../deps.ts";
-import { type ListPage, listPage } from "../fs/list-job.ts";
-import { treeTarget } from "../fs/tree-job.ts";
+import { type ListPage, listPage } from "../../../workers/walk/list-job.ts";
+import { type McpDeps, readTarget, treeTarget } from "../deps.ts";
 import { intParam, pathParam, withDefault, workdirParam } from "../params.ts";
 import { defineTool, READ_ONLY } from "../tool.ts";
 import { ENTRY_STAT } from "./entry-stat.ts";

@@ -6,8 +6,7 @@
  */
 import * as v from "valibot";
 import { ServerFsError } from "../../../shared/errors.ts";
-import { type McpDeps, readTarget } from "../deps.ts";
-import { treeTarget } from "../fs/tree-job.ts";
+import { type McpDeps, readTarget, treeTarget } from "../deps.ts";
 import { flagParam, nonEmptyTextParam, nullableTextParam, ONE_LINE, pathParam, searchLimitParam, withDefault, workdirParam } from "../params.ts";
 import { defineTool, READ_ONLY } from "../tool.ts";
 

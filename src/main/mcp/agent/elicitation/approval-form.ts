@@ -6,8 +6,8 @@
  * explained, plus one checkbox per requested permission.
  */
 import { DECISIONS, type Decision } from "../../../../shared/hitl-validation.ts";
+import { type Json, list, type PendingForm, text } from "./form-kit.ts";
 import { FormMessage } from "./form-message.ts";
-import { type Json, list, type PendingForm, text } from "./pending-form.ts";
 
 /** A tool's input is shown, but never crowds out the rest of the message. */
 const TOOL_INPUT_BYTES = 2048;

@@ -16,7 +16,8 @@
 import { ServerFsError } from "../../../../shared/errors.ts";
 import type { ToolCall } from "../../tool.ts";
 import type { AgentDeps } from "../agent-tool.ts";
-import { formFor, type Json, openRequest } from "./pending-form.ts";
+import type { Json } from "./form-kit.ts";
+import { formFor, openRequest } from "./pending-form.ts";
 import { untilWithdrawn } from "./withdrawal.ts";
 
 /** The Bridge's answers to a reply that came too late (docs/bridge-rpc.md#taskapprovalrespond-and-taskquestionanswer). */

@@ -1,23 +1,10 @@
 /**
- * A pending request as a form (docs/elicitation.md): the form the human sees, and how an accepted
- * form's content becomes the same Bridge call respond_agent_approval / answer_agent_question make.
+ * A pending request as a form (docs/elicitation.md): the approval or question form of a task's
+ * pending request (what a form is: `form-kit.ts`), and whether a task's request is still open.
  */
-import type { ParamsInput } from "../../../../shared/bridge-protocol/methods.ts";
-import type { ElicitForm } from "../../client-session.ts";
 import { approvalForm } from "./approval-form.ts";
+import type { Json, PendingForm } from "./form-kit.ts";
 import { questionForm } from "./question-form.ts";
-
-export type Json = Record<string, unknown>;
-
-export type Forward =
-  | { method: "task.approval.respond"; params: ParamsInput<"task.approval.respond">; decision: string }
-  | { method: "task.question.answer"; params: ParamsInput<"task.question.answer">; decision: "answered" };
-
-export interface PendingForm {
-  form: ElicitForm;
-  /** The Bridge call for an accepted form; null when the content does not answer the form. */
-  answer(content: Json): Forward | null;
-}
 
 /** `pending` is a task's `pending_request` as get_agent_task shows it. */
 export function formFor(taskId: string, pending: Json): PendingForm {
@@ -31,6 +18,3 @@ export function openRequest(task: Json): Json | null {
   const pending = task["pending_request"] as Json | null | undefined;
   return pending && pending["status"] === "pending" ? pending : null;
 }
-
-export const text = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
-export const list = (v: unknown): Json[] => (Array.isArray(v) ? (v as Json[]) : []);

@@ -5,8 +5,8 @@
  * an answer maps them back to option ids.
  */
 import type { ElicitForm } from "../../client-session.ts";
+import { type Json, list, type PendingForm, text } from "./form-kit.ts";
 import { FormMessage } from "./form-message.ts";
-import { type Json, list, type PendingForm, text } from "./pending-form.ts";
 
 interface Field {
   questionId: string;

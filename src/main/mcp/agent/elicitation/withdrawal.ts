@@ -7,7 +7,8 @@
  * that look is missed and no history is paged through.
  */
 import type { AgentDeps } from "../agent-tool.ts";
-import { type Json, openRequest } from "./pending-form.ts";
+import type { Json } from "./form-kit.ts";
+import { openRequest } from "./pending-form.ts";
 
 /**
  * One long poll's bound. The wake is what makes the notice prompt; the bound only matters for a state

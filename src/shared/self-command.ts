@@ -1,7 +1,9 @@
 /**
  * How this program starts another copy of itself: the compiled single file runs as
  * `<binary> <command>`, a checkout as `<bun> <cli.ts> <command>`. The Bridge uses it for the fake
- * provider, the demo for the Bridge and the MCP server.
+ * provider, the demo for the Bridge and the MCP server; the MCP server, the Bridge and the provider
+ * worker find their worker threads' entry points with it, which is why it sits in src/shared (a
+ * worker must not reach up into src/main).
  */
 import { join } from "node:path";
 
@@ -9,7 +11,7 @@ import { join } from "node:path";
 export const isCompiled = (): boolean => import.meta.dir.startsWith("/$bunfs/") || import.meta.dir.startsWith("B:\\~BUN");
 
 export function selfCommand(...args: string[]): string[] {
-  return isCompiled() ? [process.execPath, ...args] : [process.execPath, join(import.meta.dir, "cli.ts"), ...args];
+  return isCompiled() ? [process.execPath, ...args] : [process.execPath, join(import.meta.dir, "..", "main", "cli.ts"), ...args];
 }
 
 /**

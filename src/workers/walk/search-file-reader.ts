@@ -11,8 +11,8 @@
  * afresh, faster than the collector frees).
  */
 import { fstatSync, readSync } from "node:fs";
-import { closeQuietly, READ_FLAGS } from "../../../shared/fs/dir-handle.ts";
-import { isExhaustion, osError } from "../../../shared/fs/os-errors.ts";
+import { closeQuietly, READ_FLAGS } from "../../shared/fs/dir-handle.ts";
+import { isExhaustion, osError } from "../../shared/fs/os-errors.ts";
 import { openAt } from "./open-at.ts";
 
 const MIN_SCRATCH = 1 << 16;

@@ -7,15 +7,15 @@
  * entries that vanish, cannot be opened or are not UTF-8 are skipped silently. Running out of
  * descriptors fails the whole walk (RESOURCE_EXHAUSTED).
  *
- * A walk run as one part of a parallel walk (`parallel-walk.ts`) stops entering subdirectories once
+ * A walk run as one part of a parallel walk (`src/main/mcp/fs/parallel-walk.ts`) stops entering subdirectories once
  * it has read `deferAfter` entries: it yields each further one as deferred, for another part to walk,
  * and finishes only the files of the directories it already holds.
  */
-import { isServerFsError } from "../../../shared/errors.ts";
-import { closeQuietly, lstatAt, openDirAt } from "../../../shared/fs/dir-handle.ts";
-import { isExhaustion, osError } from "../../../shared/fs/os-errors.ts";
-import { entryType } from "../../../shared/fs/stat.ts";
-import type { PathPolicy } from "../../../shared/path/policy.ts";
+import { isServerFsError } from "../../shared/errors.ts";
+import { closeQuietly, lstatAt, openDirAt } from "../../shared/fs/dir-handle.ts";
+import { isExhaustion, osError } from "../../shared/fs/os-errors.ts";
+import { entryType } from "../../shared/fs/stat.ts";
+import type { PathPolicy } from "../../shared/path/policy.ts";
 import { childPath, type DirEntry, type EntryKind, readDirEntries } from "./dir-entries.ts";
 import { type StopFlag, throwIfStopped } from "./stop-flag.ts";
 

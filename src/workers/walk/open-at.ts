@@ -7,7 +7,7 @@
  */
 import { dlopen, FFIType, ptr } from "bun:ffi";
 import { constants } from "node:os";
-import { errno } from "../../../shared/ffi/libc.ts";
+import { errno } from "../../shared/ffi/libc.ts";
 
 const libc = dlopen("libc.so.6", {
   openat: { args: [FFIType.i32, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },

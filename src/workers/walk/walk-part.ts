@@ -2,11 +2,11 @@
  * One part of a parallel walk (docs/mcp-tools.md#read-tools), as a walk-pool worker runs it: the
  * directory the call named, or a subdirectory an earlier part deferred, walked depth-first like the
  * whole walk. What a part finds comes back as pieces in walk order, each tagged with how many entries
- * the part had read by then, so the main thread (`parallel-walk.ts`) can stitch the parts back into
+ * the part had read by then, so the main thread (`src/main/mcp/fs/parallel-walk.ts`) can stitch the parts back into
  * the one order and entry count of a walk on one thread.
  */
-import { isServerFsError } from "../../../shared/errors.ts";
-import { openDirPath } from "../../../shared/fs/dir-handle.ts";
+import { isServerFsError } from "../../shared/errors.ts";
+import { openDirPath } from "../../shared/fs/dir-handle.ts";
 import { childPath } from "./dir-entries.ts";
 import type { TreeTarget } from "./tree-job.ts";
 import type { WalkDeferred } from "./walk.ts";

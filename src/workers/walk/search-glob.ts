@@ -4,7 +4,7 @@
  * directory, where `*` and `?` stay within a segment and a `**` segment spans any number of them.
  * An inclusion only restricts files; an exclusion skips files and prunes directories.
  */
-import { globMatcher } from "../../../shared/path/glob.ts";
+import { globMatcher } from "../../shared/path/glob.ts";
 
 export interface SearchGlob {
   admitsFile(name: string, rel: string): boolean;

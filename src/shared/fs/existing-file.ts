@@ -5,10 +5,10 @@
  * symlink swapped in between can neither block the call nor be acted on.
  */
 import { type BigIntStats, fstatSync, openSync } from "node:fs";
-import { ServerFsError } from "../../../shared/errors.ts";
-import { at, closeQuietly, lstatAt, READ_FLAGS } from "../../../shared/fs/dir-handle.ts";
-import { osError, type Side } from "../../../shared/fs/os-errors.ts";
-import { type EntryType, entryType } from "../../../shared/fs/stat.ts";
+import { ServerFsError } from "../errors.ts";
+import { at, closeQuietly, lstatAt, READ_FLAGS } from "./dir-handle.ts";
+import { osError, type Side } from "./os-errors.ts";
+import { type EntryType, entryType } from "./stat.ts";
 
 export interface OpenFile {
   fd: number;

@@ -1,10 +1,10 @@
 /**
  * What every job of the walk pool carries from the main thread (where the call's target was
- * confined) to the worker that walks it: the workdir's real root, the normalized target and the
- * path policy's options, from which the worker rebuilds the same `PathPolicy`.
+ * confined, `treeTarget` in src/main/mcp/deps.ts) to the worker that walks it: the workdir's real
+ * root, the normalized target and the path policy's options, from which the worker rebuilds the
+ * same `PathPolicy`.
  */
-import { PathPolicy, type PathPolicyOptions } from "../../../shared/path/policy.ts";
-import type { ReadTarget } from "../deps.ts";
+import { PathPolicy, type PathPolicyOptions } from "../../shared/path/policy.ts";
 
 export interface TreeTarget {
   realRoot: string;
@@ -14,11 +14,6 @@ export interface TreeTarget {
   /** `alias:path`, the prefix of messages. */
   where: string;
   policy: PathPolicyOptions;
-}
-
-export function treeTarget(t: ReadTarget): TreeTarget {
-  const { allow_hidden, disable_default_deny, extra_deny_globs } = t.ws.policy;
-  return { realRoot: t.ws.realRoot, path: t.path, segments: t.segments, where: t.where, policy: { allow_hidden, disable_default_deny, extra_deny_globs } };
 }
 
 const policies = new Map<string, PathPolicy>();

@@ -4,10 +4,10 @@
  * one (a high `offset` in 300,000 entries costs seconds) is a job of the walk pool.
  */
 import type { BigIntStats } from "node:fs";
-import { lstatAt, withDir } from "../../../shared/fs/dir-handle.ts";
-import { osCode, osError } from "../../../shared/fs/os-errors.ts";
-import { entryType, modifiedAt, sizeOf } from "../../../shared/fs/stat.ts";
-import type { PathPolicy } from "../../../shared/path/policy.ts";
+import { lstatAt, withDir } from "../../shared/fs/dir-handle.ts";
+import { osCode, osError } from "../../shared/fs/os-errors.ts";
+import { entryType, modifiedAt, sizeOf } from "../../shared/fs/stat.ts";
+import type { PathPolicy } from "../../shared/path/policy.ts";
 import { childPath, readDirEntries } from "./dir-entries.ts";
 import { type StopFlag, throwIfStopped } from "./stop-flag.ts";
 import { policyOf, type TreeTarget } from "./tree-job.ts";

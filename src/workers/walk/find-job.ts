@@ -4,8 +4,8 @@
  * `limit + 1` matches or `maxEntries` entries of its own; the main thread applies both to the
  * parts stitched together.
  */
-import { closeQuietly } from "../../../shared/fs/dir-handle.ts";
-import { globMatcher } from "../../../shared/path/glob.ts";
+import { closeQuietly } from "../../shared/fs/dir-handle.ts";
+import { globMatcher } from "../../shared/path/glob.ts";
 import { type StopFlag, throwIfStopped } from "./stop-flag.ts";
 import { policyOf, type TreeTarget } from "./tree-job.ts";
 import { type WalkStats, walkFiles } from "./walk.ts";

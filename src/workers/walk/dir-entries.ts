@@ -3,7 +3,7 @@
  * valid UTF-8 are dropped, the rest come sorted in ascending byte order of their UTF-8 names, each
  * with the no-follow type the directory itself reports.
  */
-import { DT, readDirents } from "../../../shared/ffi/dirents.ts";
+import { DT, readDirents } from "../../shared/ffi/dirents.ts";
 
 /** `unknown` when the filesystem does not report types; the caller then lstats the entry. */
 export type EntryKind = "file" | "directory" | "symlink" | "other" | "unknown";

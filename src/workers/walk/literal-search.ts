@@ -8,7 +8,7 @@
  * around each match located and counted, so a non-matching line costs no allocation at all.
  */
 import { isUtf8 } from "node:buffer";
-import { cutUtf8, decodeStrict, hasBom, safePrefixLength } from "../../../shared/utf8.ts";
+import { cutUtf8, decodeStrict, hasBom, safePrefixLength } from "../../shared/utf8.ts";
 import { AsciiFoldFinder, foldTraps } from "./ascii-fold.ts";
 import { type StopFlag, throwIfStopped } from "./stop-flag.ts";
 

@@ -4,7 +4,7 @@
  * `limit + 1` hits of its own; the main thread applies the limit to the parts stitched together.
  * The deadline is the main thread's: it raises the stop flag, which the walk polls before every entry.
  */
-import { closeQuietly } from "../../../shared/fs/dir-handle.ts";
+import { closeQuietly } from "../../shared/fs/dir-handle.ts";
 import { type LineHit, LiteralSearch } from "./literal-search.ts";
 import { SearchFileReader } from "./search-file-reader.ts";
 import { searchGlob } from "./search-glob.ts";
