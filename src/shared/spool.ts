@@ -44,8 +44,6 @@ import { byteLength, decodeStrict, safePrefixLength } from "./utf8.ts";
 
 const decoder = new TextDecoder();
 
-export type ResultStorage = "inline" | "spool" | "too_large";
-
 /**
  * Where a result goes (docs/task-model.md#results). An inline one is decoded and hashed where it is
  * classified (at most 256 KiB); a spooled one keeps only its preview there, and the spool worker hashes
@@ -62,7 +60,7 @@ export interface SpoolWritten {
 }
 
 /** `task.result.read`'s answer without `correlation_id`, which the task row supplies. */
-export interface ResultChunk {
+export interface SpoolChunk {
   text: string;
   offset_bytes: number;
   next_offset_bytes: number;
@@ -328,7 +326,7 @@ function decodeChunk(bytes: Uint8Array): { text: string; length: number } {
   return { text: head, length: cut! };
 }
 
-export function readSpoolChunk(stateDir: string, taskId: string, expectedSize: number, offsetBytes: number, maxBytes: number): ResultChunk {
+export function readSpoolChunk(stateDir: string, taskId: string, expectedSize: number, offsetBytes: number, maxBytes: number): SpoolChunk {
   requireTaskId(taskId);
   if (!Number.isSafeInteger(maxBytes) || maxBytes < 1 || maxBytes > LIMITS.max_result_chunk_bytes) {
     throw new ServerFsError("INVALID_RESULT_LIMIT", `max_bytes is out of range (1..${LIMITS.max_result_chunk_bytes})`);

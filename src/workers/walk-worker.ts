@@ -6,11 +6,11 @@
  * the way out.
  */
 import { findPart } from "../main/mcp/fs/find-job.ts";
-import { listDirectory } from "../main/mcp/fs/list-job.ts";
+import { runListJob } from "../main/mcp/fs/list-job.ts";
 import { searchPart } from "../main/mcp/fs/search-job.ts";
 import { exposeApi } from "../shared/comlink-worker.ts";
 
-export const walkApi = { findPart, searchPart, listDirectory };
+export const walkApi = { findPart, searchPart, runListJob };
 
 export type WalkApi = typeof walkApi;
 
