@@ -15,26 +15,12 @@
  * file inside is then reached through that handle (`/proc/self/fd/<fd>/<name>`), so a swapped path
  * component can never redirect a write or a read.
  */
-import {
-  type BigIntStats,
-  closeSync,
-  constants,
-  fchmodSync,
-  fstatSync,
-  fsyncSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readSync,
-  renameSync,
-  unlinkSync,
-  writeSync,
-} from "node:fs";
+import { type BigIntStats, constants, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { byteSize } from "./byte-size.ts";
 import { sha256Hex } from "./canonical-json.ts";
 import { ServerFsError } from "./errors.ts";
+import { atomicWrite, unlinkQuietly } from "./fs/atomic-write.ts";
 import { at, closeQuietly, O_CLOEXEC, READ_FLAGS, self } from "./fs/dir-handle.ts";
 import { isOwnerOnly, ownUid, PRIVATE_DIR, PRIVATE_FILE } from "./fs/modes.ts";
 import { osCode } from "./fs/os-errors.ts";
@@ -68,7 +54,6 @@ export interface SpoolChunk {
 }
 
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW | O_CLOEXEC;
-const TEMP_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW | O_CLOEXEC;
 const LEFTOVER_TEMP = /^\..*\.tmp$/;
 
 const storageError = (phrase: string) => new ServerFsError("AGENT_RESULT_STORAGE_ERROR", phrase);
@@ -157,14 +142,6 @@ function existsAt(dirFd: number, name: string): boolean {
   }
 }
 
-function unlinkQuietly(path: string): void {
-  try {
-    unlinkSync(path);
-  } catch {
-    // already gone (renamed away, or never created)
-  }
-}
-
 /** Removals are durable at the next sync anyway; a failed directory sync must not undo them. */
 function fsyncQuietly(fd: number): void {
   try {
@@ -174,20 +151,11 @@ function fsyncQuietly(fd: number): void {
   }
 }
 
-function writeAll(fd: number, bytes: Uint8Array): void {
-  for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done);
-}
-
-/** `chmod` without following a symlink: through a no-follow handle on the entry itself. */
-function chmodPrivateAt(dirFd: number, name: string): void {
-  const fd = openSync(at(dirFd, name), READ_FLAGS);
-  try {
-    fchmodSync(fd, PRIVATE_FILE);
-  } finally {
-    closeSync(fd);
-  }
-}
-
+/**
+ * docs/task-model.md#results steps (1)–(5), by the atomic write (atomic-write.ts): a temp file
+ * `.<task_id>.<hex>.tmp`, which startup recognises as a leftover, renamed to `<task_id>.txt` only
+ * when no such file exists yet.
+ */
 export function writeSpool(stateDir: string, taskId: string, bytes: Uint8Array): SpoolWritten {
   requireTaskId(taskId);
   if (bytes.length > LIMITS.max_spooled_result_bytes) {
@@ -196,31 +164,27 @@ export function writeSpool(stateDir: string, taskId: string, bytes: Uint8Array):
   const sha256 = sha256Hex(bytes);
   withResultsDir(stateDir, true, (dirFd) => {
     const dir = dirFd!;
-    const temp = `.${taskId}.${random16Hex()}.tmp`;
     const final = spoolName(taskId);
-    let created = false;
-    let published = false;
     try {
-      const fd = openSync(at(dir, temp), TEMP_FLAGS, PRIVATE_FILE);
-      created = true;
-      try {
-        writeAll(fd, bytes);
-        fsyncSync(fd);
-        fchmodSync(fd, PRIVATE_FILE);
-      } finally {
-        closeSync(fd);
-      }
-      if (existsAt(dir, final)) throw storageError("a spooled result already exists for the task");
-      renameSync(at(dir, temp), at(dir, final));
-      published = true;
-      chmodPrivateAt(dir, final);
-      fsyncSync(dir);
+      atomicWrite(dir, final, bytes, {
+        tempName: `.${taskId}.${random16Hex()}.tmp`,
+        publish: "replace",
+        mode: PRIVATE_FILE,
+        beforePublish: () => {
+          if (existsAt(dir, final)) throw storageError("a spooled result already exists for the task");
+        },
+        syncDirectory: (fd) => {
+          try {
+            fsyncSync(fd);
+          } catch (e) {
+            // a failed write leaves nothing behind, not even a published file nobody will record
+            unlinkQuietly(at(fd, final));
+            throw e;
+          }
+        },
+      });
     } catch (e) {
-      // a failed write leaves nothing behind, not even a published file nobody will record
-      if (published) unlinkQuietly(at(dir, final));
       throw asStorageError(e, "the result could not be spooled");
-    } finally {
-      if (created) unlinkQuietly(at(dir, temp));
     }
   });
   return { size_bytes: bytes.length, sha256 };
