@@ -26,7 +26,7 @@ import { isOwnerOnly, ownUid, PRIVATE_DIR, PRIVATE_FILE } from "./fs/modes.ts";
 import { osCode } from "./fs/os-errors.ts";
 import { isTaskId, random16Hex } from "./ids.ts";
 import { LIMITS } from "./limits.ts";
-import { byteLength, decodeStrict, safePrefixLength } from "./utf8.ts";
+import { byteLength, decodeStrict, incompleteTailStart, safePrefixLength } from "./utf8.ts";
 
 const decoder = new TextDecoder();
 
@@ -243,40 +243,6 @@ export function removeLeftoverTemps(stateDir: string): number {
     if (removed > 0) fsyncQuietly(dirFd);
     return removed;
   });
-}
-
-/** The lead byte's sequence length per RFC 3629, 0 for a byte that cannot start a character. */
-function sequenceLength(lead: number): number {
-  if (lead < 0x80) return 1;
-  if (lead >= 0xc2 && lead <= 0xdf) return 2;
-  if (lead >= 0xe0 && lead <= 0xef) return 3;
-  if (lead >= 0xf0 && lead <= 0xf4) return 4;
-  return 0;
-}
-
-/** The second byte's narrower ranges that exclude overlongs, surrogates and code points past U+10FFFF. */
-function secondByteFits(lead: number, second: number): boolean {
-  if (lead === 0xe0) return second >= 0xa0;
-  if (lead === 0xed) return second <= 0x9f;
-  if (lead === 0xf0) return second >= 0x90;
-  if (lead === 0xf4) return second <= 0x8f;
-  return true;
-}
-
-/**
- * Where a trailing incomplete (but so far valid) character starts, or null when the bytes do not
- * end in one.
- */
-function incompleteTailStart(bytes: Uint8Array): number | null {
-  let p = bytes.length - 1;
-  while (p >= 0 && bytes.length - 1 - p < 3 && (bytes[p]! & 0xc0) === 0x80) p--;
-  if (p < 0) return null;
-  const lead = bytes[p]!;
-  const have = bytes.length - p;
-  const need = sequenceLength(lead);
-  if (need === 0 || have >= need) return null;
-  if (have >= 2 && !secondByteFits(lead, bytes[p + 1]!)) return null;
-  return p;
 }
 
 /** docs/task-model.md#results step 5: strict UTF-8, where only an incomplete character at the very end may be dropped. */
