@@ -1,10 +1,8 @@
 /**
- * The result spool (docs/task-model.md#results): redacted final texts over the inline limit live in
- * `state_dir/results/<task_id>.txt`, private to the Bridge user, published atomically and read back
- * in UTF-8-safe chunks. Synchronous and stateless, so the spool worker (and a test) can call it on
- * any thread. Offers:
- * - `classifyResult(utf8)`: inline (with its text and SHA-256) | spool (with its preview) | too_large (docs/task-model.md#results);
- * - `resultPreview(utf8)`: the first `result_preview_bytes` (limits.ts), cut back to the last complete character;
+ * The result spool (docs/task-model.md#results): redacted final texts over the inline limit (which
+ * result-class.ts decides) live in `state_dir/results/<task_id>.txt`, private to the Bridge user,
+ * published atomically and read back in UTF-8-safe chunks. Synchronous and stateless, so the spool
+ * worker (and a test) can call it on any thread. Offers:
  * - `resultsDir(stateDir)`, `ensureResultsDir(stateDir)`: the private directory, created 0700;
  * - `writeSpool(stateDir, taskId, utf8)`: the atomic write of docs/task-model.md#results steps (1)–(5);
  * - `readSpoolChunk(stateDir, taskId, expectedSize, offsetBytes, maxBytes)`: docs/task-model.md#results steps 2–6;
@@ -26,19 +24,7 @@ import { isOwnerOnly, ownUid, PRIVATE_DIR, PRIVATE_FILE } from "./fs/modes.ts";
 import { osCode } from "./fs/os-errors.ts";
 import { isTaskId, random16Hex } from "./ids.ts";
 import { LIMITS } from "./limits.ts";
-import { byteLength, decodeStrict, incompleteTailStart, safePrefixLength } from "./utf8.ts";
-
-const decoder = new TextDecoder();
-
-/**
- * Where a result goes (docs/task-model.md#results). An inline one is decoded and hashed where it is
- * classified (at most 256 KiB); a spooled one keeps only its preview there, and the spool worker hashes
- * it as it writes, so the main thread never walks 8 MiB.
- */
-export type ResultClass =
-  | { storage: "inline"; size_bytes: number; text: string; sha256: string }
-  | { storage: "spool"; size_bytes: number; preview: string }
-  | { storage: "too_large"; size_bytes: number };
+import { decodeStrict, incompleteTailStart } from "./utf8.ts";
 
 export interface SpoolWritten {
   size_bytes: number;
@@ -69,22 +55,6 @@ function requireTaskId(taskId: string): void {
 }
 
 const spoolName = (taskId: string) => `${taskId}.txt`;
-
-/** `utf8` is valid UTF-8 (an encoded string), measured in bytes as the thresholds are. */
-export function classifyResult(utf8: Uint8Array): ResultClass {
-  const size = utf8.length;
-  if (size > LIMITS.max_spooled_result_bytes) return { storage: "too_large", size_bytes: size };
-  if (size <= LIMITS.max_final_response_bytes) {
-    const text = decoder.decode(utf8);
-    if (byteLength(JSON.stringify(text)) <= LIMITS.max_inline_result_json_bytes) return { storage: "inline", size_bytes: size, text, sha256: sha256Hex(utf8) };
-  }
-  return { storage: "spool", size_bytes: size, preview: resultPreview(utf8) };
-}
-
-/** The first `result_preview_bytes` of a result, cut back to the last complete character. */
-export function resultPreview(utf8: Uint8Array): string {
-  return decoder.decode(utf8.subarray(0, safePrefixLength(utf8, LIMITS.result_preview_bytes)));
-}
 
 export const resultsDir = (stateDir: string): string => join(stateDir, "results");
 

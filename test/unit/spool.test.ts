@@ -4,16 +4,8 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, st
 import { join } from "node:path";
 import { ServerFsError } from "../../src/shared/errors.ts";
 import { newTaskId } from "../../src/shared/ids.ts";
-import {
-  classifyResult,
-  ensureResultsDir,
-  readSpoolChunk,
-  removeLeftoverTemps,
-  removeSpool,
-  resultPreview,
-  resultsDir,
-  writeSpool,
-} from "../../src/shared/spool.ts";
+import { classifyResult, resultPreview } from "../../src/shared/result-class.ts";
+import { ensureResultsDir, readSpoolChunk, removeLeftoverTemps, removeSpool, resultsDir, writeSpool } from "../../src/shared/spool.ts";
 import { byteLength, encoder } from "../../src/shared/utf8.ts";
 import { type TempDir, tempDir } from "../helpers/workspace.ts";
 
