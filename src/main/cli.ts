@@ -1,4 +1,5 @@
 #!/usr/bin/env bun
+import { PROTOCOL_VERSION } from "../shared/bridge-protocol/envelope.ts";
 /**
  * `serverfs` command dispatch (docs/configuration.md). Exit codes: 0 success, 2 configuration or usage error
  * (`serverfs: configuration error: ...` on stderr), 1 any other failure. stdout is reserved for
@@ -8,7 +9,7 @@ import { ConfigError } from "../shared/config/load.ts";
 import { suggestion } from "../shared/did-you-mean.ts";
 import { isServerFsError } from "../shared/errors.ts";
 import { isCompiled } from "../shared/self-command.ts";
-import { PROTOCOL_VERSION, VERSION } from "../shared/version.ts";
+import { VERSION } from "../shared/version.ts";
 import { booleanFlag, type ParsedArgs, parseArgs, stringFlag, UsageError } from "./args.ts";
 import { COMMANDS, type CommandSpec, commandNames, commandUsage, HELP_FLAGS, programUsage } from "./commands.ts";
 

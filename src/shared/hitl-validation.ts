@@ -24,7 +24,7 @@ export type QuestionResolution = {
   answers: QuestionAnswer[];
 };
 
-export interface ApprovalPayload {
+export interface ApprovalOffer {
   available_decisions?: string[];
   requested_permissions?: { permission_id: string }[];
 }
@@ -38,7 +38,7 @@ export interface QuestionPayload {
   }[];
 }
 
-export function checkApproval(payload: ApprovalPayload, decision: string, granted: string[] | undefined): ApprovalResolution {
+export function checkApproval(payload: ApprovalOffer, decision: string, granted: string[] | undefined): ApprovalResolution {
   const offered = payload.available_decisions ?? [];
   if (!(DECISIONS as readonly string[]).includes(decision) || (offered.length > 0 && !offered.includes(decision))) {
     // the human learns what they may answer instead (empty means all four)

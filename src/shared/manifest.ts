@@ -12,10 +12,11 @@
  * input types simply have no place for them.
  */
 
+import { PROTOCOL_VERSION } from "./bridge-protocol/envelope.ts";
 import { canonicalJson, sha256Hex } from "./canonical-json.ts";
 import type { AgentMode, BridgeSettings, Profile, RuntimeName } from "./config/schema.ts";
 import { LIMITS } from "./limits.ts";
-import { PROTOCOL_VERSION, VERSION } from "./version.ts";
+import { VERSION } from "./version.ts";
 
 export const FIXED_LIMITS = {
   max_prompt_bytes: LIMITS.max_prompt_bytes,

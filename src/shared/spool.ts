@@ -1,10 +1,8 @@
 /**
- * The result spool (docs/task-model.md#results): redacted final texts over the inline limit live in
- * `state_dir/results/<task_id>.txt`, private to the Bridge user, published atomically and read back
- * in UTF-8-safe chunks. Synchronous and stateless, so the spool worker (and a test) can call it on
- * any thread. Offers:
- * - `classifyResult(utf8)`: inline (with its text and SHA-256) | spool (with its preview) | too_large (docs/task-model.md#results);
- * - `resultPreview(utf8)`: the first `result_preview_bytes` (limits.ts), cut back to the last complete character;
+ * The result spool (docs/task-model.md#results): redacted final texts over the inline limit (which
+ * result-class.ts decides) live in `state_dir/results/<task_id>.txt`, private to the Bridge user,
+ * published atomically and read back in UTF-8-safe chunks. Synchronous and stateless, so the spool
+ * worker (and a test) can call it on any thread. Offers:
  * - `resultsDir(stateDir)`, `ensureResultsDir(stateDir)`: the private directory, created 0700;
  * - `writeSpool(stateDir, taskId, utf8)`: the atomic write of docs/task-model.md#results steps (1)–(5);
  * - `readSpoolChunk(stateDir, taskId, expectedSize, offsetBytes, maxBytes)`: docs/task-model.md#results steps 2–6;
@@ -15,46 +13,18 @@
  * file inside is then reached through that handle (`/proc/self/fd/<fd>/<name>`), so a swapped path
  * component can never redirect a write or a read.
  */
-import {
-  type BigIntStats,
-  closeSync,
-  constants,
-  fchmodSync,
-  fstatSync,
-  fsyncSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readSync,
-  renameSync,
-  unlinkSync,
-  writeSync,
-} from "node:fs";
+import { type BigIntStats, constants, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { byteSize } from "./byte-size.ts";
 import { sha256Hex } from "./canonical-json.ts";
 import { ServerFsError } from "./errors.ts";
+import { atomicWrite, unlinkQuietly } from "./fs/atomic-write.ts";
 import { at, closeQuietly, O_CLOEXEC, READ_FLAGS, self } from "./fs/dir-handle.ts";
 import { isOwnerOnly, ownUid, PRIVATE_DIR, PRIVATE_FILE } from "./fs/modes.ts";
 import { osCode } from "./fs/os-errors.ts";
 import { isTaskId, random16Hex } from "./ids.ts";
 import { LIMITS } from "./limits.ts";
-import { byteLength, decodeStrict, safePrefixLength } from "./utf8.ts";
-
-const decoder = new TextDecoder();
-
-export type ResultStorage = "inline" | "spool" | "too_large";
-
-/**
- * Where a result goes (docs/task-model.md#results). An inline one is decoded and hashed where it is
- * classified (at most 256 KiB); a spooled one keeps only its preview there, and the spool worker hashes
- * it as it writes, so the main thread never walks 8 MiB.
- */
-export type ResultClass =
-  | { storage: "inline"; size_bytes: number; text: string; sha256: string }
-  | { storage: "spool"; size_bytes: number; preview: string }
-  | { storage: "too_large"; size_bytes: number };
+import { decodeStrict, incompleteTailStart } from "./utf8.ts";
 
 export interface SpoolWritten {
   size_bytes: number;
@@ -62,7 +32,7 @@ export interface SpoolWritten {
 }
 
 /** `task.result.read`'s answer without `correlation_id`, which the task row supplies. */
-export interface ResultChunk {
+export interface SpoolChunk {
   text: string;
   offset_bytes: number;
   next_offset_bytes: number;
@@ -70,7 +40,6 @@ export interface ResultChunk {
 }
 
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW | O_CLOEXEC;
-const TEMP_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW | O_CLOEXEC;
 const LEFTOVER_TEMP = /^\..*\.tmp$/;
 
 const storageError = (phrase: string) => new ServerFsError("AGENT_RESULT_STORAGE_ERROR", phrase);
@@ -86,22 +55,6 @@ function requireTaskId(taskId: string): void {
 }
 
 const spoolName = (taskId: string) => `${taskId}.txt`;
-
-/** `utf8` is valid UTF-8 (an encoded string), measured in bytes as the thresholds are. */
-export function classifyResult(utf8: Uint8Array): ResultClass {
-  const size = utf8.length;
-  if (size > LIMITS.max_spooled_result_bytes) return { storage: "too_large", size_bytes: size };
-  if (size <= LIMITS.max_final_response_bytes) {
-    const text = decoder.decode(utf8);
-    if (byteLength(JSON.stringify(text)) <= LIMITS.max_inline_result_json_bytes) return { storage: "inline", size_bytes: size, text, sha256: sha256Hex(utf8) };
-  }
-  return { storage: "spool", size_bytes: size, preview: resultPreview(utf8) };
-}
-
-/** The first `result_preview_bytes` of a result, cut back to the last complete character. */
-export function resultPreview(utf8: Uint8Array): string {
-  return decoder.decode(utf8.subarray(0, safePrefixLength(utf8, LIMITS.result_preview_bytes)));
-}
 
 export const resultsDir = (stateDir: string): string => join(stateDir, "results");
 
@@ -159,14 +112,6 @@ function existsAt(dirFd: number, name: string): boolean {
   }
 }
 
-function unlinkQuietly(path: string): void {
-  try {
-    unlinkSync(path);
-  } catch {
-    // already gone (renamed away, or never created)
-  }
-}
-
 /** Removals are durable at the next sync anyway; a failed directory sync must not undo them. */
 function fsyncQuietly(fd: number): void {
   try {
@@ -176,20 +121,11 @@ function fsyncQuietly(fd: number): void {
   }
 }
 
-function writeAll(fd: number, bytes: Uint8Array): void {
-  for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done);
-}
-
-/** `chmod` without following a symlink: through a no-follow handle on the entry itself. */
-function chmodPrivateAt(dirFd: number, name: string): void {
-  const fd = openSync(at(dirFd, name), READ_FLAGS);
-  try {
-    fchmodSync(fd, PRIVATE_FILE);
-  } finally {
-    closeSync(fd);
-  }
-}
-
+/**
+ * docs/task-model.md#results steps (1)–(5), by the atomic write (atomic-write.ts): a temp file
+ * `.<task_id>.<hex>.tmp`, which startup recognises as a leftover, renamed to `<task_id>.txt` only
+ * when no such file exists yet.
+ */
 export function writeSpool(stateDir: string, taskId: string, bytes: Uint8Array): SpoolWritten {
   requireTaskId(taskId);
   if (bytes.length > LIMITS.max_spooled_result_bytes) {
@@ -198,31 +134,27 @@ export function writeSpool(stateDir: string, taskId: string, bytes: Uint8Array):
   const sha256 = sha256Hex(bytes);
   withResultsDir(stateDir, true, (dirFd) => {
     const dir = dirFd!;
-    const temp = `.${taskId}.${random16Hex()}.tmp`;
     const final = spoolName(taskId);
-    let created = false;
-    let published = false;
     try {
-      const fd = openSync(at(dir, temp), TEMP_FLAGS, PRIVATE_FILE);
-      created = true;
-      try {
-        writeAll(fd, bytes);
-        fsyncSync(fd);
-        fchmodSync(fd, PRIVATE_FILE);
-      } finally {
-        closeSync(fd);
-      }
-      if (existsAt(dir, final)) throw storageError("a spooled result already exists for the task");
-      renameSync(at(dir, temp), at(dir, final));
-      published = true;
-      chmodPrivateAt(dir, final);
-      fsyncSync(dir);
+      atomicWrite(dir, final, bytes, {
+        tempName: `.${taskId}.${random16Hex()}.tmp`,
+        publish: "replace",
+        mode: PRIVATE_FILE,
+        beforePublish: () => {
+          if (existsAt(dir, final)) throw storageError("a spooled result already exists for the task");
+        },
+        syncDirectory: (fd) => {
+          try {
+            fsyncSync(fd);
+          } catch (e) {
+            // a failed write leaves nothing behind, not even a published file nobody will record
+            unlinkQuietly(at(fd, final));
+            throw e;
+          }
+        },
+      });
     } catch (e) {
-      // a failed write leaves nothing behind, not even a published file nobody will record
-      if (published) unlinkQuietly(at(dir, final));
       throw asStorageError(e, "the result could not be spooled");
-    } finally {
-      if (created) unlinkQuietly(at(dir, temp));
     }
   });
   return { size_bytes: bytes.length, sha256 };
@@ -283,40 +215,6 @@ export function removeLeftoverTemps(stateDir: string): number {
   });
 }
 
-/** The lead byte's sequence length per RFC 3629, 0 for a byte that cannot start a character. */
-function sequenceLength(lead: number): number {
-  if (lead < 0x80) return 1;
-  if (lead >= 0xc2 && lead <= 0xdf) return 2;
-  if (lead >= 0xe0 && lead <= 0xef) return 3;
-  if (lead >= 0xf0 && lead <= 0xf4) return 4;
-  return 0;
-}
-
-/** The second byte's narrower ranges that exclude overlongs, surrogates and code points past U+10FFFF. */
-function secondByteFits(lead: number, second: number): boolean {
-  if (lead === 0xe0) return second >= 0xa0;
-  if (lead === 0xed) return second <= 0x9f;
-  if (lead === 0xf0) return second >= 0x90;
-  if (lead === 0xf4) return second <= 0x8f;
-  return true;
-}
-
-/**
- * Where a trailing incomplete (but so far valid) character starts, or null when the bytes do not
- * end in one.
- */
-function incompleteTailStart(bytes: Uint8Array): number | null {
-  let p = bytes.length - 1;
-  while (p >= 0 && bytes.length - 1 - p < 3 && (bytes[p]! & 0xc0) === 0x80) p--;
-  if (p < 0) return null;
-  const lead = bytes[p]!;
-  const have = bytes.length - p;
-  const need = sequenceLength(lead);
-  if (need === 0 || have >= need) return null;
-  if (have >= 2 && !secondByteFits(lead, bytes[p + 1]!)) return null;
-  return p;
-}
-
 /** docs/task-model.md#results step 5: strict UTF-8, where only an incomplete character at the very end may be dropped. */
 function decodeChunk(bytes: Uint8Array): { text: string; length: number } {
   const whole = decodeStrict(bytes);
@@ -328,7 +226,7 @@ function decodeChunk(bytes: Uint8Array): { text: string; length: number } {
   return { text: head, length: cut! };
 }
 
-export function readSpoolChunk(stateDir: string, taskId: string, expectedSize: number, offsetBytes: number, maxBytes: number): ResultChunk {
+export function readSpoolChunk(stateDir: string, taskId: string, expectedSize: number, offsetBytes: number, maxBytes: number): SpoolChunk {
   requireTaskId(taskId);
   if (!Number.isSafeInteger(maxBytes) || maxBytes < 1 || maxBytes > LIMITS.max_result_chunk_bytes) {
     throw new ServerFsError("INVALID_RESULT_LIMIT", `max_bytes is out of range (1..${LIMITS.max_result_chunk_bytes})`);

@@ -5,13 +5,12 @@
  * `WalkPool` (src/main/mcp/fs/walk-pool.ts); each job polls its stop flag and closes its handles on
  * the way out.
  */
-
 import { exposeApi } from "../shared/comlink-worker.ts";
 import { findPart } from "./walk/find-job.ts";
-import { listDirectory } from "./walk/list-job.ts";
+import { runListJob } from "./walk/list-job.ts";
 import { searchPart } from "./walk/search-job.ts";
 
-export const walkApi = { findPart, searchPart, listDirectory };
+export const walkApi = { findPart, searchPart, runListJob };
 
 export type WalkApi = typeof walkApi;
 

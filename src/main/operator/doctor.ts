@@ -28,10 +28,10 @@ import { enabledRuntimes } from "../../workers/runtimes.ts";
 import { RuntimesResult, TaskResult } from "../mcp/agent/schemas.ts";
 import { paint, printLine, runCommand, table } from "./output.ts";
 
-export type Verdict = "ok" | "warn" | "fail";
+export type DoctorVerdict = "ok" | "warn" | "fail";
 
 export interface CheckLine {
-  verdict: Verdict;
+  verdict: DoctorVerdict;
   check: string;
   reason: string;
 }
@@ -67,7 +67,7 @@ interface GuardFact {
   verdict?: Record<string, unknown> | null;
 }
 
-const line = (verdict: Verdict, check: string, reason: string): CheckLine => ({ verdict, check, reason });
+const line = (verdict: DoctorVerdict, check: string, reason: string): CheckLine => ({ verdict, check, reason });
 
 export function runDoctor(configPath: string | undefined): Promise<number> {
   return runCommand(() => doctor(configPath));
@@ -113,7 +113,7 @@ function lstatOrNull(path: string): Stats | null {
 
 // ----- workdirs -----
 
-function directoryVerdict(check: string, path: string, missing: Verdict): CheckLine {
+function directoryVerdict(check: string, path: string, missing: DoctorVerdict): CheckLine {
   let st: Stats;
   try {
     st = statSync(path);

@@ -34,7 +34,6 @@ export const ErrorBodySchema = v.strictObject({
   code: v.pipe(v.string(), v.regex(ERROR_CODE_PATTERN)),
   message: v.string(),
 });
-export type ErrorBody = v.InferOutput<typeof ErrorBodySchema>;
 
 export const SuccessResponseSchema = v.strictObject({
   request_id: v.pipe(v.string(), v.nonEmpty()),

@@ -154,7 +154,6 @@ export const ConfigFileSchema = v.strictObject({
 });
 
 export type ConfigFile = v.InferOutput<typeof ConfigFileSchema>;
-export type WorkdirEntry = ConfigFile["workdirs"][number];
 export type Limits = ConfigFile["limits"];
 export type BridgeSettings = ConfigFile["bridge"];
 export type Policy = typeof POLICY_DEFAULTS;

@@ -22,7 +22,6 @@ export const getdents64 = (fd: number, buffer: Uint8Array): number => Number(lib
 /** `lseek(fd, 0, SEEK_SET)`: false on error. */
 export const rewind = (fd: number): boolean => Number(libc.symbols.lseek(fd, 0, 0)) === 0;
 
-export const LOCK_SH = 1;
 export const LOCK_EX = 2;
 export const LOCK_NB = 4;
 export const LOCK_UN = 8;

@@ -4,27 +4,14 @@
  * process group is proven gone. It outlives a crash, which is the point: while it exists and nobody
  * holds the lock, every MCP mutation of the slot fails closed with WORKDIR_RECOVERY_REQUIRED.
  */
-import {
-  closeSync,
-  constants,
-  fchmodSync,
-  fchownSync,
-  fsyncSync,
-  linkSync,
-  lstatSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmdirSync,
-  unlinkSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, constants, fchownSync, fsyncSync, lstatSync, openSync, readdirSync, readFileSync, rmdirSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { canonicalJson } from "../canonical-json.ts";
 import { ServerFsError } from "../errors.ts";
+import { atomicWrite, withDirectory } from "../fs/atomic-write.ts";
 import { O_CLOEXEC } from "../fs/dir-handle.ts";
-import { fileMode, ownUid, PRIVATE_FILE } from "../fs/modes.ts";
+import { fileMode, ownUid } from "../fs/modes.ts";
+import { osCode } from "../fs/os-errors.ts";
 import { random16Hex } from "../ids.ts";
 import { isStorageFault, storageError } from "../storage-fault.ts";
 import { slotName } from "./lock-files.ts";
@@ -52,61 +39,34 @@ export const guardPath = (lockDir: string, slot: number) => join(activeDir(lockD
 
 const PROVIDER_FIELDS = ["native_session_id", "native_turn_id", "provider_pgid", "provider_start_time", "provider_mark"] as const;
 
-function fsyncDir(dir: string): void {
-  const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | O_CLOEXEC);
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
+/**
+ * Writes `guard` as active/NN (atomic-write.ts) by a temp file `.NN.<hex>.tmp`, which startup
+ * recognises as a leftover: "create" links it (an existing guard is never replaced), "replace"
+ * renames it over the guard. With group sharing the group is set before the first byte.
+ */
+function writeGuard(lockDir: string, guard: Guard, sharingGid: number | null, publish: "create" | "replace"): void {
+  const name = slotName(guard.slot);
+  withDirectory(activeDir(lockDir), (dirFd) =>
+    atomicWrite(dirFd, name, Buffer.from(`${canonicalJson(guard)}\n`, "utf8"), {
+      tempName: `.${name}.${random16Hex()}.tmp`,
+      publish,
+      mode: fileMode(sharingGid),
+      ...(sharingGid === null ? {} : { beforeContent: (fd: number) => fchownSync(fd, ownUid(), sharingGid) }),
+    }),
+  );
 }
 
-/** Writes `guard` to a fresh temporary file in active/ and returns its path; a full or failing disk is BRIDGE_STORAGE_ERROR. */
-function writeTemp(lockDir: string, guard: Guard, sharingGid: number | null): string {
-  const tmp = join(activeDir(lockDir), `.${slotName(guard.slot)}.${random16Hex()}.tmp`);
-  let fd: number;
-  try {
-    fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW | O_CLOEXEC, PRIVATE_FILE);
-  } catch (e) {
-    throw isStorageFault(e) ? storageError() : e;
-  }
-  try {
-    writeSync(fd, `${canonicalJson(guard)}\n`);
-    fsyncSync(fd);
-    fchmodSync(fd, fileMode(sharingGid));
-    if (sharingGid !== null) fchownSync(fd, ownUid(), sharingGid);
-  } catch (e) {
-    unlinkQuietly(tmp);
-    throw isStorageFault(e) ? storageError() : e;
-  } finally {
-    closeSync(fd);
-  }
-  return tmp;
-}
-
-const unlinkQuietly = (p: string) => {
-  try {
-    unlinkSync(p);
-  } catch {
-    // already gone
-  }
-};
-
-/** Create-only publish: link the temp file to active/NN, so an existing guard is never replaced. */
+/** Create-only publish, so an existing guard is never replaced; a full or failing disk is BRIDGE_STORAGE_ERROR. */
 export function publishGuard(lockDir: string, guard: Guard, sharingGid: number | null): void {
-  const tmp = writeTemp(lockDir, guard, sharingGid);
   try {
-    linkSync(tmp, guardPath(lockDir, guard.slot));
+    writeGuard(lockDir, guard, sharingGid, "create");
   } catch (e) {
-    if ((e as { code?: string }).code === "EEXIST") {
+    if (osCode(e) === "EEXIST") {
       throw new ServerFsError("WORKDIR_RECOVERY_REQUIRED", "the workdir slot has an unresolved active-slot guard");
     }
     if (isStorageFault(e)) throw storageError();
     throw new ServerFsError("BRIDGE_SCHEDULING_FAILED", "the active-slot guard could not be published");
-  } finally {
-    unlinkQuietly(tmp);
   }
-  fsyncDir(activeDir(lockDir));
 }
 
 export function readGuard(lockDir: string, slot: number): GuardRead {
@@ -148,14 +108,12 @@ export function updateGuard(lockDir: string, slot: number, taskId: string, patch
     const v = patch[f];
     if (v !== undefined && v !== null) (next as unknown as Record<string, unknown>)[f] = v;
   }
-  const tmp = writeTemp(lockDir, next, sharingGid);
   try {
-    renameSync(tmp, guardPath(lockDir, slot));
-  } catch {
-    unlinkQuietly(tmp);
+    writeGuard(lockDir, next, sharingGid, "replace");
+  } catch (e) {
+    if (isStorageFault(e)) throw storageError();
     return false;
   }
-  fsyncDir(activeDir(lockDir));
   return true;
 }
 
@@ -180,7 +138,7 @@ export function removeGuard(lockDir: string, slot: number, taskId: string | null
       return false;
     }
   }
-  fsyncDir(activeDir(lockDir));
+  withDirectory(activeDir(lockDir), fsyncSync);
   return true;
 }
 

@@ -21,6 +21,7 @@ import { ServerFsError } from "../../shared/errors.ts";
 import { closeQuietly } from "../../shared/fs/dir-handle.ts";
 import { cwdIdentityOf, type DirIdentity, openVerifiedStartDir, replaced, type VerifiedStartDir } from "../../shared/fs/start-directory.ts";
 import { PROVIDER_MARK_VARIABLE, readProcStat } from "../../shared/process-group.ts";
+import { boundaryAfter } from "../../shared/utf8.ts";
 import { type JsonLine, readJsonLines } from "./line-reader.ts";
 
 export const STDERR_TAIL_BYTES = 8192;
@@ -78,12 +79,8 @@ function drainTail(stream: ReadableStream<Uint8Array>, max: number): () => strin
       tail = joined.length > max ? joined.subarray(joined.length - max) : joined;
     }
   })().catch(() => undefined);
-  return () => {
-    let start = 0;
-    // skip continuation bytes of a character cut at the front
-    while (start < tail.length && (tail[start]! & 0xc0) === 0x80) start++;
-    return tail.subarray(start).toString("utf8");
-  };
+  // the cut may have left the continuation bytes of a character at the front
+  return () => tail.subarray(boundaryAfter(tail, 0)).toString("utf8");
 }
 
 export function spawnProvider(spec: SpawnSpec): ProviderProcess {

@@ -71,7 +71,7 @@ export function listPage(dirFd: number, dirPath: string, policy: PathPolicy, job
 }
 
 /** The pool's entry point: opens the target afresh (race-safe, from the root) and lists it. */
-export function listDirectory(job: ListJob, stop: StopFlag): ListPage {
+export function runListJob(job: ListJob, stop: StopFlag): ListPage {
   const { target } = job;
   return withDir(target.realRoot, target.segments, { where: target.where, side: "read" }, (fd) => listPage(fd, target.path, policyOf(target), job, stop));
 }

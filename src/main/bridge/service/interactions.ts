@@ -7,7 +7,7 @@
 import type { Params } from "../../../shared/bridge-protocol/methods.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
 import {
-  type ApprovalPayload,
+  type ApprovalOffer,
   type ApprovalResolution,
   checkAnswers,
   checkApproval,
@@ -64,7 +64,7 @@ export function withdrawInteraction(ctx: ServiceContext, run: LiveRun): void {
 }
 
 interface PayloadOf {
-  approval: ApprovalPayload;
+  approval: ApprovalOffer;
   question: QuestionPayload;
 }
 

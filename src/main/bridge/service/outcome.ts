@@ -6,7 +6,7 @@ import * as Comlink from "comlink";
 import { byteSize } from "../../../shared/byte-size.ts";
 import type { ErrorCode } from "../../../shared/errors.ts";
 import { LIMITS } from "../../../shared/limits.ts";
-import { classifyResult } from "../../../shared/spool.ts";
+import { classifyResult } from "../../../shared/result-class.ts";
 import { isTerminal } from "../../../shared/store/index.ts";
 import type { ReportedOutcome } from "../../../workers/provider-protocol.ts";
 import type { ServiceContext } from "./context.ts";

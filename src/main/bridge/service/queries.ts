@@ -15,13 +15,13 @@ export async function runtimeList(ctx: ServiceContext) {
   return { runtimes: await ctx.deps.probes.list() };
 }
 
-export function getTask(ctx: ServiceContext, taskId: string): TaskObject {
+export function readTask(ctx: ServiceContext, taskId: string): TaskObject {
   const task = isTaskId(taskId) ? ctx.store.getTaskObject(taskId) : null;
   if (!task) throw notFound();
   return task;
 }
 
-export function listTasks(ctx: ServiceContext, p: Params<"task.list">) {
+export function readTaskList(ctx: ServiceContext, p: Params<"task.list">) {
   const status = p.status ?? undefined;
   if (status !== undefined && !(TASK_STATUSES as readonly string[]).includes(status)) {
     throw new ServerFsError("INVALID_REQUEST", "status is not a task status");

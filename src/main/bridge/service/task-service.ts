@@ -19,7 +19,7 @@ import type { ProviderWorker } from "../../../workers/provider-worker.ts";
 import { ServiceContext, type ServiceDeps } from "./context.ts";
 import { checkTimes } from "./expiry.ts";
 import { answerQuestion, respondApproval } from "./interactions.ts";
-import { getTask, listTasks, readEvents, readResult, runtimeList } from "./queries.ts";
+import { readEvents, readResult, readTask, readTaskList, runtimeList } from "./queries.ts";
 import { providersGone, recoveryClear, recoveryList } from "./recovery.ts";
 import { SHUTDOWN_BOUND_MS, shutdownRuns } from "./shutdown.ts";
 import { cancelTask, sendMessage } from "./steering.ts";
@@ -63,10 +63,10 @@ export class TaskService {
     return runtimeList(this.ctx);
   }
   get(taskId: string) {
-    return getTask(this.ctx, taskId);
+    return readTask(this.ctx, taskId);
   }
   list(p: Params<"task.list">) {
-    return listTasks(this.ctx, p);
+    return readTaskList(this.ctx, p);
   }
   events(p: Params<"task.events">, signal?: AbortSignal) {
     return readEvents(this.ctx, p, signal);

@@ -1,5 +1,6 @@
 /**
- * Atomic publish (docs/mcp-tools.md#atomic-publish). New content goes to a reserved temp file in the target's
+ * Atomic publish (docs/mcp-tools.md#atomic-publish), by the atomic write every ServerFS file takes
+ * (src/shared/fs/atomic-write.ts). New content goes to a reserved temp file in the target's
  * own directory, written completely and fsync-ed, and only then becomes visible: by a hard link for
  * a create (which never overwrites anything, of any type) or by a rename over the target for a
  * replace (which carries the target's mode, owner and extended attributes). Either way the target
@@ -10,15 +11,16 @@
  * (workdir-lock.ts), so content is never readable by others in flight and a writer that dies while
  * waiting leaves a file the next directory operation can prove stale and remove.
  */
-import { type BigIntStats, fchmodSync, fchownSync, fsyncSync, linkSync, renameSync, writeSync } from "node:fs";
+import { type BigIntStats, fchmodSync, fchownSync } from "node:fs";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { copyXattrs } from "../../../shared/ffi/xattr.ts";
-import { at, lstatAt } from "../../../shared/fs/dir-handle.ts";
+import { type ContentSteps, commitTemp, discardTemp, fillTemp, type TempFile } from "../../../shared/fs/atomic-write.ts";
+import { lstatAt } from "../../../shared/fs/dir-handle.ts";
 import type { OpenFile } from "../../../shared/fs/existing-file.ts";
 import { permissionBits } from "../../../shared/fs/modes.ts";
 import { osCode, osError } from "../../../shared/fs/os-errors.ts";
 import { requireRevisionByName } from "./expected-revision.ts";
-import { createLockedTemp, dropTemp, removeStaleTemps, unlinkTempName } from "./temp-files.ts";
+import { createLockedTemp, removeStaleTemps } from "./temp-files.ts";
 
 /** A new file's permission bits: 0666 less the process umask (docs/mcp-tools.md#atomic-publish). */
 const NEW_FILE_MODE = 0o666;
@@ -30,21 +32,10 @@ export interface PublishScope {
   exclusive<R>(fn: () => R): Promise<R>;
 }
 
-/** How the temp file becomes the target: metadata around the content, then the commit itself. */
-interface TempSteps<T> {
-  /** Before any byte is written (ownership, so no other owner ever sees the content). */
-  beforeContent(tmpFd: number): void;
-  /** After the content (extended attributes: a write would drop `security.capability`). */
-  afterContent(tmpFd: number): void;
-  /** Under the lock: the final mode (after every write, which clears set-id bits). */
-  finalMode(tmpFd: number): void;
-  /** Under the lock: the last checks and the link or rename. */
-  commit(tmp: string): T;
-}
-
-function writeAll(fd: number, bytes: Uint8Array): void {
-  let off = 0;
-  while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
+/** How the temp file becomes the target: metadata around the content, then, under the lock, the commit. */
+interface TempSteps<T> extends ContentSteps {
+  /** Under the lock: the final mode, the last checks, the link or rename (`commitTemp`), the final stat. */
+  commit(temp: TempFile): T;
 }
 
 const exists = (dirFd: number, name: string): boolean => {
@@ -58,31 +49,20 @@ const exists = (dirFd: number, name: string): boolean => {
 };
 
 /**
- * Writes `bytes` to a fresh locked temp file in `dirFd`, fsyncs it, then takes the workdir lock for
- * the final mode and the commit. The temp name is gone and its lock released when this settles.
+ * Writes `bytes` to a fresh locked temp file in `dirFd` and fsyncs it (atomic-write.ts), then takes
+ * the workdir lock for the commit. The temp name is gone and its lock released when this settles.
  */
 async function throughTemp<T>(dirFd: number, bytes: Uint8Array, scope: PublishScope, steps: TempSteps<T>): Promise<T> {
   const temp = createLockedTemp(dirFd, scope.where);
   try {
     try {
-      steps.beforeContent(temp.fd);
-      writeAll(temp.fd, bytes);
-      steps.afterContent(temp.fd);
-      fsyncSync(temp.fd);
+      fillTemp(temp, bytes, steps);
     } catch (e) {
       throw osError(e, "mutation", scope.where);
     }
-    return await scope.exclusive(() => {
-      try {
-        steps.finalMode(temp.fd);
-        fsyncSync(temp.fd);
-      } catch (e) {
-        throw osError(e, "mutation", scope.where);
-      }
-      return steps.commit(temp.name);
-    });
+    return await scope.exclusive(() => steps.commit(temp));
   } finally {
-    dropTemp(dirFd, temp);
+    discardTemp(dirFd, temp);
   }
 }
 
@@ -108,18 +88,13 @@ export async function publishNew(dirFd: number, name: string, bytes: Uint8Array,
   await clearForCreate(dirFd, name, scope.where);
   const mode = NEW_FILE_MODE & ~process.umask();
   return throughTemp(dirFd, bytes, scope, {
-    beforeContent: () => {},
-    afterContent: () => {},
-    finalMode: (tmpFd) => fchmodSync(tmpFd, mode),
-    commit: (tmp) => {
+    commit: (temp) => {
       try {
-        linkSync(at(dirFd, tmp), at(dirFd, name));
+        // the temp name goes before the final stat (commitTemp): the revision counts links
+        commitTemp(dirFd, temp, name, { publish: "create", mode, syncDirectory: scope.syncDirectory });
       } catch (e) {
         throw osCode(e) === "EEXIST" ? taken() : osError(e, "mutation", scope.where);
       }
-      // The temp name goes before the final stat: the revision counts links.
-      unlinkTempName(dirFd, tmp);
-      scope.syncDirectory(dirFd);
       return finalStat(dirFd, name, scope.where);
     },
   });
@@ -156,15 +131,18 @@ export function publishReplacement(
   return throughTemp(dirFd, bytes, scope, {
     beforeContent: (tmpFd) => preserving(where, () => fchownSync(tmpFd, Number(target.st.uid), Number(target.st.gid))),
     afterContent: (tmpFd) => preserving(where, () => copyXattrs(target.fd, tmpFd)),
-    finalMode: (tmpFd) => preserving(where, () => fchmodSync(tmpFd, permissionBits(Number(target.st.mode)))),
-    commit: (tmp) => {
-      requireRevisionByName(dirFd, name, expectedRevision, where);
+    commit: (temp) => {
+      // the final mode after every write (which clears set-id bits); its failure is the metadata's
+      preserving(where, () => fchmodSync(temp.fd, permissionBits(Number(target.st.mode))));
       try {
-        renameSync(at(dirFd, tmp), at(dirFd, name));
+        commitTemp(dirFd, temp, name, {
+          publish: "replace",
+          beforePublish: () => requireRevisionByName(dirFd, name, expectedRevision, where),
+          syncDirectory: scope.syncDirectory,
+        });
       } catch (e) {
         throw osError(e, "mutation", where);
       }
-      scope.syncDirectory(dirFd);
       return finalStat(dirFd, name, where);
     },
   });

@@ -61,7 +61,7 @@ export const listDirectory = (deps: McpDeps) => {
       const inline = withDir(t.ws.realRoot, t.segments, { where: t.where, side: "read" }, (fd): ListPage | null =>
         fstatSync(fd).size <= INLINE_DIR_BYTES ? listPage(fd, t.path, t.ws.pathPolicy, job, null) : null,
       );
-      const page = inline ?? (await deps.heavy.walk({ signal: call.signal }, (api, stop) => api.listDirectory(job, stop)));
+      const page = inline ?? (await deps.heavy.walk({ signal: call.signal }, (api, stop) => api.runListJob(job, stop)));
       call.audit["returned"] = page.entries.length;
       call.audit["has_more"] = page.hasMore;
       return {
