@@ -2,9 +2,9 @@
  * Streamable HTTP at `/mcp` (docs/mcp-tools.md#streamable-http). Every request first has each header a gate
  * reads at most once (400), then passes the Host allowlist
  * (421, a missing Host too), the Origin allowlist (403) and, when configured, the bearer token
- * (401); only then does it reach the session's SDK transport. Rejection bodies are fixed phrases
- * that echo nothing. Off loopback a bearer token is required; sessions are capped and expire when
- * idle (http-sessions.ts).
+ * (401) or the OAuth gate (oauth/gate.ts: 401, 403 insufficient_scope); only then does it reach the
+ * session's SDK transport. Rejection bodies are fixed phrases that echo nothing. Off loopback a bearer
+ * token or OAuth is required; sessions are capped and expire when idle (http-sessions.ts).
  */
 import { timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -14,6 +14,10 @@ import { isOwnerOnly, octal, ownUid, PRIVATE_FILE } from "../../shared/fs/modes.
 import { type RegularFile, readRegularFile } from "../../shared/fs/regular-file.ts";
 import { UsageError } from "../args.ts";
 import { type HttpSession, HttpSessions } from "./http-sessions.ts";
+import { isLoopback } from "./loopback.ts";
+import { OAuthGate } from "./oauth/gate.ts";
+import { toAuthInfo } from "./oauth/identity.ts";
+import { oauthSettings } from "./oauth/settings.ts";
 import { createMcpServer } from "./server.ts";
 import { auditStartup, type McpRuntime } from "./startup.ts";
 import { incomingMessageLimit } from "./transfer-limit.ts";
@@ -40,17 +44,6 @@ export function parseListen(value: string): ListenAddress {
 }
 
 const formatHost = (host: string, port: number) => (host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`);
-/** `localhost`, `127.0.0.0/8` or `::1` (in any spelling); every other address reaches the network. */
-function isLoopback(host: string): boolean {
-  const h = host.toLowerCase();
-  if (h === "localhost" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h)) return true;
-  if (!h.includes(":")) return false;
-  try {
-    return new URL(`http://[${h}]/`).hostname === "[::1]";
-  } catch {
-    return false;
-  }
-}
 
 export function defaultAllowedHosts(host: string, port: number): string[] {
   const loopback = [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`];
@@ -124,11 +117,11 @@ const header = (req: IncomingMessage, name: string): string | undefined => {
   return Array.isArray(v) ? v[0] : v;
 };
 
-/** Before anything listens: off loopback the bearer token is required, so no bind is open by accident. */
-function requireTokenOffLoopback(address: ListenAddress, token: string | null): void {
-  if (isLoopback(address.host) || token !== null) return;
+/** Before anything listens: off loopback a bearer token or OAuth is required, so no bind is open by accident. */
+function requireTokenOffLoopback(address: ListenAddress, guarded: boolean): void {
+  if (isLoopback(address.host) || guarded) return;
   throw new ConfigError(
-    `${TOKEN_KEY}: must be set to serve HTTP on the non-loopback address ${formatHost(address.host, address.port)} (set a bearer token file, or bind 127.0.0.1)`,
+    `${TOKEN_KEY}: must be set to serve HTTP on the non-loopback address ${formatHost(address.host, address.port)} (set a bearer token file or [server.http.oauth], or bind 127.0.0.1)`,
   );
 }
 
@@ -136,9 +129,12 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
   const address = parseListen(listen);
   const { http: httpConfig, http_max_sessions, http_session_idle_seconds } = rt.deps.config.server;
   let token: string | null;
+  let oauth: OAuthGate | null;
   try {
+    const settings = oauthSettings(httpConfig);
     token = readBearerToken(httpConfig.bearer_token_file);
-    requireTokenOffLoopback(address, token);
+    oauth = settings && new OAuthGate(settings, rt.tools, rt.deps.audit);
+    requireTokenOffLoopback(address, token !== null || oauth !== null);
   } catch (e) {
     if (e instanceof ConfigError) rt.deps.audit.error("startup_failed", { reason: e.message });
     throw e;
@@ -160,8 +156,17 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
     if (token !== null && !tokenMatches(header(req, "authorization") ?? null, token)) {
       return reply(res, 401, "unauthorized", { "www-authenticate": "Bearer" });
     }
-    if (new URL(req.url ?? "/", "http://localhost").pathname !== "/mcp") return reply(res, 404, "not found");
+    const url = new URL(req.url ?? "/", "http://localhost");
+    if (oauth?.isMetadataPath(url.pathname)) return oauth.serveMetadata(req, res, (...a) => reply(res, ...a));
+    if (url.pathname !== "/mcp") return reply(res, 404, "not found");
     if (req.method !== "POST" && req.method !== "DELETE") return reply(res, 405, "method not allowed", { allow: "POST, DELETE" });
+    let parsedBody: unknown;
+    if (oauth) {
+      const admitted = await oauth.admit(req, url, header(req, "authorization"), bodyLimit, (...a) => reply(res, ...a));
+      if (!admitted) return;
+      (req as IncomingMessage & { auth?: ReturnType<typeof toAuthInfo> }).auth = toAuthInfo(admitted.identity);
+      parsedBody = admitted.body;
+    }
 
     const sessionId = header(req, "mcp-session-id");
     if (sessionId !== undefined) {
@@ -169,7 +174,7 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
       if (!session) return reply(res, 404, "unknown session");
       sessions.begin(session);
       res.once("close", () => sessions.end(session));
-      return session.transport.handleRequest(req, res);
+      return session.transport.handleRequest(req, res, parsedBody);
     }
     if (req.method === "DELETE") return reply(res, 400, "missing session");
     const room = sessions.makeRoom();
@@ -192,7 +197,7 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
       else void server.close().catch(() => {});
     });
     await server.connect(transport);
-    return transport.handleRequest(req, res);
+    return transport.handleRequest(req, res, parsedBody);
   }
 
   // Node's server, not Bun.serve: Bun.serve answers a request without Host with a bare 400 before

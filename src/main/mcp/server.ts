@@ -22,6 +22,8 @@ import { elicitPending } from "./agent/elicitation/elicit-pending.ts";
 import { askerFor, type ClientSession } from "./client-session.ts";
 import type { McpDeps } from "./deps.ts";
 import { serverInstructions } from "./instructions.ts";
+import { identityAudit, identityOf } from "./oauth/identity.ts";
+import { scopeOf } from "./oauth/scopes.ts";
 import { RESOURCE_TEMPLATE, readResource } from "./resource.ts";
 import { McpTasks, TASKS_CAPABILITY } from "./tasks/mcp-tasks.ts";
 import type { ToolOutcome } from "./tasks/tool-outcome.ts";
@@ -66,11 +68,12 @@ export function createMcpServer(opts: McpServerOptions): Server {
       ? new McpTasks({
           bridge,
           deps,
-          finalResult: async (taskId) => (await callTool(getAgentTask, { task_id: taskId }, deps, { signal: opts.signal, session, ask: null })).result,
+          finalResult: async (taskId) =>
+            (await callTool(getAgentTask, { task_id: taskId }, deps, { signal: opts.signal, session, ask: null, identity: null })).result,
           // a pending request seen while tasks/result waits is asked as a form on that call's stream (docs/elicitation.md)
           onPendingRequest: async (task, extra) => {
             const ask = askerFor(server, deps.config.server.elicitation, extra, opts.signal);
-            const call: ToolCall = { audit: { tool: "tasks/result" }, signal: opts.signal, session, ask };
+            const call: ToolCall = { audit: { tool: "tasks/result" }, signal: opts.signal, session, ask, identity: identityOf(extra.authInfo) };
             await elicitPending({ ...deps, bridge }, call, task.task_id, task as unknown as Record<string, unknown>);
           },
           signal: opts.signal,
@@ -90,13 +93,20 @@ export function createMcpServer(opts: McpServerOptions): Server {
     },
   );
 
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listTools() }));
+  // An OAuth client sees only the tools its token's scopes allow (docs/mcp-tools.md#oauth).
+  server.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => {
+    const identity = identityOf(extra.authInfo);
+    if (!identity) return { tools: listTools() };
+    const listed = listTools();
+    return { tools: listed.filter((_, i) => identity.scopes.has(scopeOf(tools[i]!))) };
+  });
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const tool = byName.get(request.params.name);
     if (!tool) throw Object.assign(new Error(`Unknown tool: ${request.params.name}`), { code: JsonRpcCode.InvalidParams });
     const ask = askerFor(server, deps.config.server.elicitation, extra, opts.signal);
-    const run = () => callTool(tool, request.params.arguments, deps, { signal: opts.signal, session, ask });
+    const identity = identityOf(extra.authInfo);
+    const run = () => callTool(tool, request.params.arguments, deps, { signal: opts.signal, session, ask, identity });
     if (tasks && request.params.task !== undefined) return tasks.call(tool, run);
     return (await run()).result;
   });
@@ -111,7 +121,7 @@ export function createMcpServer(opts: McpServerOptions): Server {
 
 async function callTool(tool: ToolDef, rawArgs: Record<string, unknown> | undefined, deps: McpDeps, context: Omit<ToolCall, "audit">): Promise<ToolOutcome> {
   const started = performance.now();
-  const audit: AuditFields = { tool: tool.name, ...tool.auditFields };
+  const audit: AuditFields = { tool: tool.name, ...tool.auditFields, ...identityAudit(context.identity) };
   const args = dropNulls(rawArgs);
   if (typeof args["workdir"] === "string") audit["workdir"] = args["workdir"];
   let outcome: ToolOutcome["result"];

@@ -8,6 +8,8 @@ import * as v from "valibot";
 import type { AuditFields } from "../../shared/audit.ts";
 import type { ErrorCode } from "../../shared/errors.ts";
 import type { Ask, ClientSession } from "./client-session.ts";
+import type { Identity } from "./oauth/identity.ts";
+import type { Scope } from "./oauth/scopes.ts";
 
 export interface Annotations {
   readOnlyHint: boolean;
@@ -27,6 +29,8 @@ export interface ToolCall {
   signal: AbortSignal;
   session: ClientSession;
   ask: Ask | null;
+  /** Whom the OAuth token of the request names (docs/mcp-tools.md#oauth); null over stdio or a static token. */
+  identity: Identity | null;
 }
 
 export type ContentBlock = Record<string, unknown> & { type: string };
@@ -64,6 +68,8 @@ export interface ToolDef<I extends ObjectSchema = ObjectSchema> {
    * the Bridge task it created (`task_id`), which becomes the MCP task.
    */
   taskSupport?: "optional";
+  /** The OAuth scope a call needs, when its read-only hint does not say it (the Agent tools); oauth/scopes.ts. */
+  scope?: Scope;
   run(args: v.InferOutput<I>, call: ToolCall): Promise<Record<string, unknown> | WithContent> | Record<string, unknown> | WithContent;
 }
 

@@ -1,5 +1,6 @@
 /** The nine Agent tools in the order of docs/mcp-tools.md#registration, each one RPC through the Bridge client. */
 import type { McpDeps } from "../deps.ts";
+import { AGENT_SCOPE } from "../oauth/scopes.ts";
 import type { ToolDef } from "../tool.ts";
 import type { AgentDeps, BridgeCaller } from "./agent-tool.ts";
 import { listAgentRuntimes } from "./list-agent-runtimes.ts";
@@ -9,7 +10,7 @@ import { submitAgentTask } from "./submit-agent-task.ts";
 export function agentTools(deps: McpDeps, bridge: BridgeCaller): ToolDef[] {
   const agent: AgentDeps = { ...deps, bridge };
   const p = proxyTools(agent);
-  return [
+  const tools = [
     listAgentRuntimes(agent),
     submitAgentTask(agent),
     p["get_agent_task"]!,
@@ -20,4 +21,6 @@ export function agentTools(deps: McpDeps, bridge: BridgeCaller): ToolDef[] {
     p["cancel_agent_task"]!,
     p["read_agent_task_result"]!,
   ];
+  // Delegating work is its own right, whether the tool only looks (get_agent_task) or not.
+  return tools.map((t) => ({ ...t, scope: AGENT_SCOPE }));
 }
