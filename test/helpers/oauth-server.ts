@@ -49,7 +49,8 @@ export async function startAuthServer(): Promise<AuthServer> {
     clients: [{ client_id: "svc", client_secret: CLIENT_SECRET, grant_types: ["client_credentials"], redirect_uris: [], response_types: [] }],
     jwks: { keys: [privateJwk, rsaJwk] },
     cookies: { keys: ["cookie-key-for-tests-only"] },
-    scopes: ["openid", "offline_access"],
+    // the resource scopes too, so a dynamically registered client may name them in its metadata
+    scopes: ["openid", "offline_access", ...ALL_SCOPES.split(" ")],
     ttl: { ClientCredentials: 600, AccessToken: 600, Grant: 600, Interaction: 600, Session: 600, AuthorizationCode: 60 },
     findAccount: async (_ctx: unknown, id: string) => ({ accountId: id, claims: async () => ({ sub: id }) }),
     interactions: { url: (_ctx: unknown, interaction: { uid: string }) => `/interaction/${interaction.uid}` },
@@ -82,15 +83,9 @@ export async function startAuthServer(): Promise<AuthServer> {
       return;
     }
     const grant = new provider.Grant({ accountId: details.session!.accountId, clientId: String(details.params["client_id"]) });
-    const scope = String(details.params["scope"] ?? "");
-    const resource = details.params["resource"];
-    const oidcScopes = scope.split(" ").filter((s) => s === "openid" || s === "offline_access");
-    if (oidcScopes.length > 0) grant.addOIDCScope(oidcScopes.join(" "));
-    const wanted = scope
-      .split(" ")
-      .filter((s) => s.startsWith("serverfs:"))
-      .join(" ");
-    for (const r of Array.isArray(resource) ? resource : resource ? [resource] : []) grant.addResourceScope(String(r), wanted);
+    const missing = details.prompt.details as { missingOIDCScope?: string[]; missingResourceScopes?: Record<string, string[]> };
+    if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(" "));
+    for (const [resource, scopes] of Object.entries(missing.missingResourceScopes ?? {})) grant.addResourceScope(resource, scopes.join(" "));
     const grantId = await grant.save();
     await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
   }

@@ -7,7 +7,7 @@ declare module "oidc-provider" {
 
   interface Interaction {
     uid: string;
-    prompt: { name: string };
+    prompt: { name: string; details: Record<string, unknown> };
     params: Record<string, unknown>;
     session?: { accountId: string };
   }

@@ -6,10 +6,14 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createServer } from "node:net";
-import { exportSPKI, generateKeyPair, importJWK, SignJWT } from "jose";
+import { type OAuthClientProvider, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { OAuthClientInformationMixed, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
+import { decodeJwt, exportSPKI, generateKeyPair, importJWK, SignJWT } from "jose";
 import { type HttpServer, rawRequest, spawnHttpServer, stopHttpServers } from "../helpers/http-server.ts";
 import { parseAudit } from "../helpers/mcp-client.ts";
-import { ALL_SCOPES, type AuthServer, startAuthServer } from "../helpers/oauth-server.ts";
+import { ALL_SCOPES, type AuthServer, authorizeInBrowser, startAuthServer } from "../helpers/oauth-server.ts";
 import { runCli } from "../helpers/process.ts";
 import type { Table } from "../helpers/toml.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
@@ -234,5 +238,61 @@ describe("configuration", () => {
     expect(await startupError({ issuer: as.issuer, resource: `${resource}#x` })).toBe(
       "serverfs: configuration error: server.http.oauth.resource: must not carry credentials or a fragment",
     );
+  });
+});
+
+describe("the MCP SDK client's own OAuth support", () => {
+  test("discovers the metadata from the 401, registers, authorizes by code with PKCE for this resource, and calls tools", async () => {
+    const redirect = "http://127.0.0.1:1/callback";
+    let clientInfo: OAuthClientInformationMixed | undefined;
+    let tokens: OAuthTokens | undefined;
+    let verifier = "";
+    let authorizationUrl: URL | undefined;
+    const provider: OAuthClientProvider = {
+      redirectUrl: redirect,
+      clientMetadata: {
+        client_name: "sdk-test",
+        redirect_uris: [redirect],
+        grant_types: ["authorization_code"],
+        response_types: ["code"],
+        token_endpoint_auth_method: "none",
+      },
+      clientInformation: () => clientInfo,
+      saveClientInformation: (info) => {
+        clientInfo = info;
+      },
+      tokens: () => tokens,
+      saveTokens: (t) => {
+        tokens = t;
+      },
+      redirectToAuthorization: (url) => {
+        authorizationUrl = url;
+      },
+      saveCodeVerifier: (v) => {
+        verifier = v;
+      },
+      codeVerifier: () => verifier,
+    };
+    const url = new URL(resource);
+    const first = new StreamableHTTPClientTransport(url, { authProvider: provider });
+    await expect(new Client({ name: "sdk-test", version: "1" }).connect(first)).rejects.toThrow(UnauthorizedError);
+    expect(authorizationUrl!.searchParams.get("resource")).toBe(resource);
+    expect(authorizationUrl!.searchParams.get("code_challenge_method")).toBe("S256");
+    expect(authorizationUrl!.searchParams.get("scope")).toBe("serverfs:read serverfs:write");
+
+    const back = await authorizeInBrowser(authorizationUrl!, redirect);
+    await first.finishAuth(back.searchParams.get("code")!);
+    expect(decodeJwt(tokens!.access_token)).toMatchObject({ aud: resource, sub: "alice", scope: "serverfs:read serverfs:write" });
+
+    const client = new Client({ name: "sdk-test", version: "1" });
+    await client.connect(new StreamableHTTPClientTransport(url, { authProvider: provider }));
+    try {
+      const read = await client.callTool({ name: "read_text_file", arguments: { workdir: "ws", path: "hello.txt" } });
+      expect((read.structuredContent as { content: string }).content).toBe("hello\n");
+      const records = await server.waitFor("tool_call");
+      expect(records.at(-1)).toMatchObject({ tool: "read_text_file", sub: "alice", client_id: clientInfo!.client_id });
+    } finally {
+      await client.close();
+    }
   });
 });
