@@ -29,6 +29,7 @@ export const TASK_OBJECT_FIELDS = [
   "error_message",
   "pending_request_id",
   "pending_request",
+  "submitter",
 ] as const;
 
 /** The `fake` runtime's runtime.list entry (docs/runtimes.md): version "1", every capability, session-resume. */

@@ -28,6 +28,8 @@ export const METHOD_PARAMS = {
     continue_from_task_id: stringOrNull,
     correlation_id: stringOrNull,
     idempotency_key: stringOrNull,
+    // who delegated the task, when the MCP request carried an OAuth token (docs/bridge-rpc.md#tasksubmit)
+    submitter: v.optional(v.nullable(v.strictObject({ sub: stringOrNull, client_id: stringOrNull })), null),
   }),
   "task.get": v.strictObject({ task_id: string }),
   "task.events": v.strictObject({

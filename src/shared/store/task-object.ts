@@ -35,7 +35,7 @@ export interface RequestObject {
 export interface TaskObject
   extends Pick<
     TaskRow,
-    | SubmittedColumn
+    | Exclude<SubmittedColumn, "submitter_sub" | "submitter_client_id">
     | "status"
     | "updated_at"
     | "started_at"
@@ -51,6 +51,8 @@ export interface TaskObject
   result: ResultObject;
   manifest: Manifest | null;
   pending_request: RequestObject | null;
+  /** Whom the submitting MCP request's OAuth token named; null without one (docs/task-model.md#the-task-object). */
+  submitter: { sub: string | null; client_id: string | null } | null;
 }
 
 export function requestObject(r: RequestRow): RequestObject {
@@ -95,5 +97,6 @@ export function taskObject(t: TaskRow, pendingRequest: RequestRow | null): TaskO
     error_message: t.error_message,
     pending_request_id: t.pending_request_id,
     pending_request: t.pending_request_id !== null && pendingRequest?.request_id === t.pending_request_id ? requestObject(pendingRequest) : null,
+    submitter: t.submitter_sub === null && t.submitter_client_id === null ? null : { sub: t.submitter_sub, client_id: t.submitter_client_id },
   };
 }

@@ -78,6 +78,7 @@ export function submitAgentTask(deps: AgentDeps): ToolDef {
           ...(args.continue_from_task_id ? { continue_from_task_id: args.continue_from_task_id } : {}),
           ...(correlationId ? { correlation_id: correlationId } : {}),
           ...(idempotencyKey ? { idempotency_key: idempotencyKey } : {}),
+          ...(call.identity ? { submitter: { sub: call.identity.sub, client_id: call.identity.clientId } } : {}),
         },
         { signal: call.signal },
       );

@@ -6,6 +6,7 @@
  * flood of made-up key ids costs the authorization server one request per interval at most.
  */
 import { createRemoteJWKSet, errors, type JWTPayload, jwtVerify } from "jose";
+import { opaqueValue } from "../../../shared/opaque-value.ts";
 import type { Identity } from "./identity.ts";
 import { checkedUrl, type OAuthSettings } from "./settings.ts";
 
@@ -32,7 +33,19 @@ function scopesOf(payload: JWTPayload): Set<string> {
   return new Set(list.filter((s): s is string => typeof s === "string" && s !== ""));
 }
 
-const text = (value: unknown) => (typeof value === "string" && value !== "" ? value : null);
+/**
+ * A `sub` or client id as the audit log and the task's `submitter` record it: the Bridge's rule for
+ * opaque values (no control characters, bounded length). A token naming someone in a way that cannot be
+ * recorded is refused rather than recorded cut.
+ */
+function identityClaim(value: unknown): string | null {
+  if (typeof value !== "string") return null;
+  try {
+    return opaqueValue(value, "identity", "INVALID_ARGUMENT");
+  } catch {
+    throw new TokenRefused("invalid", "claim_identity");
+  }
+}
 
 /** A jose failure as the reason the audit log names (a fixed word, never the token's content). */
 function reasonOf(e: unknown): TokenRefused {
@@ -113,7 +126,7 @@ export class TokenVerifier {
         clockTolerance: SKEW_SECONDS,
         requiredClaims: ["exp"],
       });
-      return { sub: text(payload.sub), clientId: text(payload["client_id"]) ?? text(payload["azp"]), scopes: scopesOf(payload) };
+      return { sub: identityClaim(payload.sub), clientId: identityClaim(payload["client_id"]) ?? identityClaim(payload["azp"]), scopes: scopesOf(payload) };
     } catch (e) {
       throw reasonOf(e);
     }
