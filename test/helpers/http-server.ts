@@ -1,5 +1,5 @@
 /** `serverfs mcp --http` as a real process, with its audit log read as it is written. */
-import { connect } from "node:net";
+import { connect, createServer } from "node:net";
 import { parseAudit } from "./mcp-client.ts";
 import { poll } from "./poll.ts";
 import { spawnCli } from "./process.ts";
@@ -57,4 +57,14 @@ export function rawRequest(port: number, bytes: string): Promise<string> {
     socket.on("end", () => resolve(out));
     socket.on("error", reject);
   });
+}
+
+/** A free loopback port: the resource URL names it before the server listens on it. */
+export async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", () => resolve()));
+  const address = probe.address();
+  const port = typeof address === "object" && address ? address.port : 0;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
 }

@@ -5,13 +5,12 @@
  * identity in the audit log, and every attack of the issue as its own refusal.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createServer } from "node:net";
 import { type OAuthClientProvider, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { OAuthClientInformationMixed, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { decodeJwt, exportSPKI, generateKeyPair, importJWK, SignJWT } from "jose";
-import { type HttpServer, rawRequest, spawnHttpServer, stopHttpServers } from "../helpers/http-server.ts";
+import { freePort, type HttpServer, rawRequest, spawnHttpServer, stopHttpServers } from "../helpers/http-server.ts";
 import { parseAudit } from "../helpers/mcp-client.ts";
 import { ALL_SCOPES, type AuthServer, authorizeInBrowser, startAuthServer } from "../helpers/oauth-server.ts";
 import { runCli } from "../helpers/process.ts";
@@ -23,16 +22,6 @@ let as: AuthServer;
 let server: HttpServer;
 let resource: string;
 let workdirs: Table[];
-
-/** A free loopback port: the resource URL names it before the server listens on it. */
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", () => resolve()));
-  const address = probe.address();
-  const port = typeof address === "object" && address ? address.port : 0;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
 
 const INIT = {
   jsonrpc: "2.0",
