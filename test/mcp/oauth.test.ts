@@ -285,3 +285,59 @@ describe("the MCP SDK client's own OAuth support", () => {
     }
   });
 });
+
+describe("an authorization server that cannot be reached", () => {
+  test("ServerFS still starts; a token then gets 503 with Retry-After, not 401, and discovery is not retried per request; a configured jwks_uri needs no discovery", async () => {
+    // an issuer whose metadata is missing: each discovery costs it two requests (RFC 8414, then OIDC)
+    let asked = 0;
+    const broken = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: () => {
+        asked++;
+        return new Response("not found", { status: 404 });
+      },
+    });
+    const issuer = `http://127.0.0.1:${broken.port}`;
+    const config = writeConfig(dir.path, { server: { http: { oauth: { issuer, resource } } }, workdirs }, "gone.toml");
+    const down = await spawnHttpServer(config);
+    try {
+      const token = await as.forge({ aud: resource, iss: issuer });
+      for (let i = 0; i < 3; i++) {
+        const r = await fetch(`http://127.0.0.1:${down.port}/mcp`, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...bearer(token) },
+          body: JSON.stringify(INIT),
+        });
+        expect(r.status).toBe(503);
+        expect(r.headers.get("retry-after")).toBe("5");
+        await r.text();
+      }
+      expect(asked).toBe(2);
+      const reasons = parseAudit(down.stderr())
+        .filter((e) => e["event"] === "http_auth_refused")
+        .map((e) => e["reason"]);
+      expect(reasons).toEqual(["discovery_failed", "discovery_failed", "discovery_failed"]);
+
+      // with jwks_uri configured nothing is discovered: the same issuer's tokens are checked with those keys
+      const direct = await spawnHttpServer(
+        writeConfig(dir.path, { server: { http: { oauth: { issuer, resource, jwks_uri: `${as.issuer}/jwks` } } }, workdirs }, "jwks.toml"),
+      );
+      try {
+        const r = await fetch(`http://127.0.0.1:${direct.port}/mcp`, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...bearer(token) },
+          body: JSON.stringify(INIT),
+        });
+        expect(r.status).toBe(200);
+        await r.text();
+        expect(asked).toBe(2);
+      } finally {
+        await direct.stop();
+      }
+    } finally {
+      await down.stop();
+      broken.stop(true);
+    }
+  });
+});

@@ -8,6 +8,7 @@
  */
 import { timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { ConfigError, expandHome } from "../../shared/config/load.ts";
 import { isOwnerOnly, octal, ownUid, PRIVATE_FILE } from "../../shared/fs/modes.ts";
@@ -164,7 +165,8 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
     if (oauth) {
       const admitted = await oauth.admit(req, url, header(req, "authorization"), bodyLimit, (...a) => reply(res, ...a));
       if (!admitted) return;
-      (req as IncomingMessage & { auth?: ReturnType<typeof toAuthInfo> }).auth = toAuthInfo(admitted.identity);
+      // the SDK transport hands `req.auth` to the handlers as `authInfo` (tools/list filtering, audit identity)
+      (req as IncomingMessage & { auth?: AuthInfo }).auth = toAuthInfo(admitted.identity);
       parsedBody = admitted.body;
     }
 
