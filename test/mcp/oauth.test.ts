@@ -146,6 +146,19 @@ describe("tokens from the authorization server", () => {
   });
 });
 
+describe("sessions", () => {
+  test("a session answers only to the user and client that opened it: another valid token gets 404 for its id, a fresh token of the same identity is served", async () => {
+    const session = await open(await as.clientCredentials(resource, ALL_SCOPES));
+    const list = { jsonrpc: "2.0", id: 9, method: "tools/list" };
+    const other = await post(list, { ...session, ...bearer(await as.forge({ aud: resource, sub: "mallory", client_id: "other" })) });
+    expect(other.status).toBe(404);
+    await other.text();
+    const renewed = await post(list, { ...session, ...bearer(await as.clientCredentials(resource, "serverfs:read")) });
+    expect(renewed.status).toBe(200);
+    await renewed.text();
+  });
+});
+
 describe("attacks on the token are refused", () => {
   const refused = async (token: string) => {
     const r = await post(INIT, bearer(token));

@@ -17,7 +17,7 @@ import { UsageError } from "../args.ts";
 import { type HttpSession, HttpSessions } from "./http-sessions.ts";
 import { isLoopback } from "./loopback.ts";
 import { OAuthGate } from "./oauth/gate.ts";
-import { toAuthInfo } from "./oauth/identity.ts";
+import { ownerOf, toAuthInfo } from "./oauth/identity.ts";
 import { oauthSettings } from "./oauth/settings.ts";
 import { createMcpServer } from "./server.ts";
 import { auditStartup, type McpRuntime } from "./startup.ts";
@@ -147,6 +147,7 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
     rt.deps.audit.info("http_session_closed", { reason, sessions: sessions.size }),
   );
   let allowedHosts = new Set<string>();
+  const owners = new WeakMap<StreamableHTTPServerTransport, string>();
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (repeatsGateHeader(req)) return reply(res, 400, "ambiguous request");
@@ -162,18 +163,21 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
     if (url.pathname !== "/mcp") return reply(res, 404, "not found");
     if (req.method !== "POST" && req.method !== "DELETE") return reply(res, 405, "method not allowed", { allow: "POST, DELETE" });
     let parsedBody: unknown;
+    let owner: string | null = null;
     if (oauth) {
       const admitted = await oauth.admit(req, url, header(req, "authorization"), bodyLimit, (...a) => reply(res, ...a));
       if (!admitted) return;
       // the SDK transport hands `req.auth` to the handlers as `authInfo` (tools/list filtering, audit identity)
       (req as IncomingMessage & { auth?: AuthInfo }).auth = toAuthInfo(admitted.identity);
       parsedBody = admitted.body;
+      owner = ownerOf(admitted.identity);
     }
 
     const sessionId = header(req, "mcp-session-id");
     if (sessionId !== undefined) {
       const session = sessions.get(sessionId);
-      if (!session) return reply(res, 404, "unknown session");
+      // an OAuth session answers only to the identity that opened it, as if unknown to anyone else
+      if (!session || (owner !== null && owners.get(session.transport) !== owner)) return reply(res, 404, "unknown session");
       sessions.begin(session);
       res.once("close", () => sessions.end(session));
       return session.transport.handleRequest(req, res, parsedBody);
@@ -198,6 +202,7 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
       if (session) sessions.end(session);
       else void server.close().catch(() => {});
     });
+    if (owner !== null) owners.set(transport, owner);
     await server.connect(transport);
     return transport.handleRequest(req, res, parsedBody);
   }

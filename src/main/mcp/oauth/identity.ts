@@ -22,5 +22,8 @@ export function identityOf(authInfo: AuthInfo | undefined): Identity | null {
   return { sub: typeof sub === "string" ? sub : null, clientId: authInfo.clientId || null, scopes: new Set(authInfo.scopes) };
 }
 
+/** Who owns a session an identity opens: the same user through the same client (a refreshed or stepped-up token keeps both). */
+export const ownerOf = (identity: Identity): string => JSON.stringify([identity.sub, identity.clientId]);
+
 /** The audit fields of an identity: never the token, only whom it names. */
 export const identityAudit = (identity: Identity | null) => (identity ? { sub: identity.sub, client_id: identity.clientId } : {});
