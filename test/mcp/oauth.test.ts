@@ -146,6 +146,34 @@ describe("tokens from the authorization server", () => {
   });
 });
 
+describe("bodies the gate reads", () => {
+  test("a chunked body past the limit gets the SDK's 413, one that is not JSON its parse error", async () => {
+    const token = await as.clientCredentials(resource, ALL_SCOPES);
+    // past the 10 MiB bound of a server without binary uploads (transfer-limit.ts)
+    const big = new Uint8Array(11 * 1024 * 1024).fill(32);
+    const chunked = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let i = 0; i < big.length; i += 1 << 20) controller.enqueue(big.subarray(i, i + (1 << 20)));
+        controller.close();
+      },
+    });
+    const r = await fetch(`http://127.0.0.1:${server.port}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...bearer(token) },
+      body: chunked,
+    });
+    expect(r.status).toBe(413);
+    expect(((await r.json()) as { error: { code: number } }).error.code).toBe(-32000);
+    const bad = await fetch(`http://127.0.0.1:${server.port}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...bearer(token) },
+      body: "{not json",
+    });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { code: number } }).error.code).toBe(-32700);
+  });
+});
+
 describe("sessions", () => {
   test("a session answers only to the user and client that opened it: another valid token gets 404 for its id, a fresh token of the same identity is served", async () => {
     const session = await open(await as.clientCredentials(resource, ALL_SCOPES));

@@ -119,19 +119,36 @@ function jsonRpcError(reply: Reply, status: number, code: number, message: strin
   return NOT_READ;
 }
 
+/**
+ * The body's bytes, or null past `limit` (the rest is then drained unread). Events, not `for await`:
+ * leaving an async iteration early destroys the request stream, in Node its socket too, while the 413
+ * is still being written.
+ */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | null> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let received = 0;
+    const onData = (chunk: Buffer) => {
+      received += chunk.length;
+      if (received <= limit) return void chunks.push(chunk);
+      req.off("data", onData);
+      req.resume();
+      resolve(null);
+    };
+    req.on("data", onData);
+    req.once("end", () => resolve(Buffer.concat(chunks)));
+    req.once("error", reject);
+  });
+}
+
 /** The POST body parsed, within `limit` bytes, answered as the SDK transport would when it is too large or not JSON. */
 async function readJson(req: IncomingMessage, limit: number, reply: Reply): Promise<unknown> {
   const tooLarge = () => jsonRpcError(reply, 413, -32000, `Payload Too Large: Request body must not exceed ${limit} bytes`);
   if (Number(req.headers["content-length"]) > limit) return tooLarge();
-  const chunks: Buffer[] = [];
-  let received = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    received += chunk.length;
-    if (received > limit) return tooLarge();
-    chunks.push(chunk);
-  }
+  const bytes = await readBody(req, limit);
+  if (bytes === null) return tooLarge();
   try {
-    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    return JSON.parse(bytes.toString("utf8"));
   } catch {
     return jsonRpcError(reply, 400, -32700, "Parse error: Invalid JSON");
   }
