@@ -71,7 +71,7 @@ export function createMcpServer(opts: McpServerOptions): Server {
           onPendingRequest: async (task, extra) => {
             const ask = askerFor(server, deps.config.server.elicitation, extra, opts.signal);
             const call: ToolCall = { audit: { tool: "tasks/result" }, signal: opts.signal, session, ask };
-            await elicitPending({ ...deps, bridge }, call, task.task_id, task as unknown as Record<string, unknown>);
+            await elicitPending({ ...deps, bridge }, call, task.task_id, task);
           },
           signal: opts.signal,
         })

@@ -17,7 +17,7 @@ export function cancelAgentTask(deps: AgentDeps): ToolDef {
     method: "task.cancel",
     params: (a) => ({ task_id: a.task_id }),
     audit: (_a, r, call) => {
-      call.audit["status"] = r["status"] as string;
+      call.audit["status"] = r.status;
     },
   });
 }

@@ -24,7 +24,7 @@ export function getAgentTask(deps: AgentDeps): ToolDef {
     settle: async (a, task, call) => (await elicitPending(deps, call, a.task_id, task)).task,
     present: stripTaskIds,
     audit: (_a, r, call) => {
-      call.audit["status"] = r["status"] as string;
+      call.audit["status"] = r.status;
     },
   });
 }

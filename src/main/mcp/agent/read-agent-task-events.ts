@@ -48,15 +48,15 @@ export function readAgentTaskEvents(deps: AgentDeps): ToolDef {
     // last_event_id is the Bridge's, for its own readers (the form watch); a client follows the cursor
     present: ({ last_event_id: _, ...r }) => ({
       ...r,
-      events: Array.isArray(r["events"]) ? r["events"].map((e: Record<string, unknown>) => ({ ...e, payload: stripEventIds(e["payload"]) })) : r["events"],
+      events: r.events.map((e) => ({ ...e, payload: stripEventIds(e.payload) })),
     }),
     audit: (a, r, call) => {
       Object.assign(call.audit, {
         after_event_id: a.after_event_id,
         limit: a.limit,
         wait_ms: a.wait_ms,
-        returned: (r["events"] as unknown[]).length,
-        next_after_event_id: r["next_after_event_id"] as number,
+        returned: r.events.length,
+        next_after_event_id: r.next_after_event_id,
       });
     },
   });

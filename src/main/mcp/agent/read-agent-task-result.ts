@@ -42,8 +42,8 @@ export function readAgentTaskResult(deps: AgentDeps): ToolDef {
       Object.assign(call.audit, {
         offset_bytes: a.offset_bytes,
         max_bytes: a.max_bytes,
-        bytes_returned: byteLength(r["text"] as string),
-        eof: r["eof"] as boolean,
+        bytes_returned: byteLength(r.text),
+        eof: r.eof,
       });
     },
   });

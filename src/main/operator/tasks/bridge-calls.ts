@@ -1,13 +1,6 @@
 /** The Bridge calls the `serverfs tasks` subcommands make, and how they paint a task's status. */
-import * as v from "valibot";
 import type { BridgeClient } from "../../../shared/bridge-protocol/client.ts";
-import { EventsResult, TaskResult } from "../../mcp/agent/schemas.ts";
 import { paint, type Style } from "../output.ts";
-
-export type Task = v.InferOutput<typeof TaskResult>;
-export type TaskEvent = v.InferOutput<typeof EventsResult>["events"][number];
-
-export const TaskListResult = v.looseObject({ tasks: v.array(TaskResult), next_before_task_id: v.nullable(v.string()) });
 
 const STATUS_STYLE: Partial<Record<string, Style>> = {
   succeeded: "green",
@@ -22,8 +15,8 @@ export const status = (s: string) => {
   return style ? paint(style, s) : s;
 };
 
-export const getTask = (client: BridgeClient, taskId: string) => client.call("task.get", { task_id: taskId }, { result: TaskResult });
+export const getTask = (client: BridgeClient, taskId: string) => client.call("task.get", { task_id: taskId });
 
 export function eventsPage(client: BridgeClient, taskId: string, after: number, limit: number, waitMs = 0) {
-  return client.call("task.events", { task_id: taskId, after_event_id: after, limit, wait_ms: waitMs }, { result: EventsResult, extraTimeoutMs: waitMs });
+  return client.call("task.events", { task_id: taskId, after_event_id: after, limit, wait_ms: waitMs }, { extraTimeoutMs: waitMs });
 }

@@ -1,8 +1,9 @@
 /** Events as `serverfs tasks events` and `tail` print them: one line each, under a shared header. */
 import type { BridgeClient } from "../../../shared/bridge-protocol/client.ts";
+import type { TaskEvent } from "../../../shared/bridge-protocol/results.ts";
 import { LIMITS } from "../../../shared/limits.ts";
 import { paint } from "../output.ts";
-import { eventsPage, type TaskEvent } from "./bridge-calls.ts";
+import { eventsPage } from "./bridge-calls.ts";
 
 /** How much of one payload value an event line shows. */
 const VALUE_CHARS = 80;
@@ -43,7 +44,7 @@ const COLUMNS = [
 ] as const;
 export const eventsHeader = () => paint("bold", `${COLUMNS.map(([h, w]) => h.padEnd(w)).join("  ")}  DETAIL`);
 export const eventLine = (n: number, e: TaskEvent) =>
-  `${[`#${n}`, String(e.event_id), e.created_at, e.event_type].map((cell, i) => cell.padEnd(COLUMNS[i]![1])).join("  ")}  ${eventDetail(e.payload as Record<string, unknown>)}`.trimEnd();
+  `${[`#${n}`, String(e.event_id), e.created_at, e.event_type].map((cell, i) => cell.padEnd(COLUMNS[i]![1])).join("  ")}  ${eventDetail(e.payload)}`.trimEnd();
 
 /** How many of the task's events come at or before the global id `after` (so `#n` stays the task's own count). */
 export async function countThrough(client: BridgeClient, taskId: string, after: number): Promise<number> {

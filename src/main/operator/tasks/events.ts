@@ -1,8 +1,9 @@
 /** `serverfs tasks events <task_id> [--after N] [--limit N] [--json]`: every event after the cursor, in order. */
 import type { BridgeClient } from "../../../shared/bridge-protocol/client.ts";
+import type { TaskEvent } from "../../../shared/bridge-protocol/results.ts";
 import { LIMITS } from "../../../shared/limits.ts";
 import { printJson, printLine } from "../output.ts";
-import { eventsPage, type TaskEvent } from "./bridge-calls.ts";
+import { eventsPage } from "./bridge-calls.ts";
 import { countThrough, eventLine, eventsHeader } from "./event-lines.ts";
 
 export async function events(client: BridgeClient, taskId: string, after: number, limit: number | undefined, json: boolean): Promise<number> {

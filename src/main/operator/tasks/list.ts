@@ -1,10 +1,10 @@
 /** `serverfs tasks list [--status S] [--limit N] [--json]`: newest first, one row per task. */
-import type * as v from "valibot";
 import type { BridgeClient } from "../../../shared/bridge-protocol/client.ts";
+import type { Result, TaskObjectResult as Task } from "../../../shared/bridge-protocol/results.ts";
 import { isServerFsError } from "../../../shared/errors.ts";
 import { LIMITS } from "../../../shared/limits.ts";
 import { paint, printJson, printLine, table } from "../output.ts";
-import { status, type Task, TaskListResult } from "./bridge-calls.ts";
+import { status } from "./bridge-calls.ts";
 
 /** A task as `list` shows it: everything but the final response (only `show` previews that). */
 function withoutResponse(task: Task): Omit<Task, "final_response"> {
@@ -23,9 +23,9 @@ async function listTasks(client: BridgeClient, statusFilter: string | null, limi
   let pageSize = limit;
   for (;;) {
     const params = { status: statusFilter, limit: Math.min(pageSize, limit - tasks.length), before_task_id: before };
-    let page: v.InferOutput<typeof TaskListResult>;
+    let page: Result<"task.list">;
     try {
-      page = await client.call("task.list", params, { result: TaskListResult });
+      page = await client.call("task.list", params);
     } catch (e) {
       if (!(isServerFsError(e) && e.code === "RESPONSE_TOO_LARGE" && pageSize > 1)) throw e;
       pageSize = Math.ceil(pageSize / 2);

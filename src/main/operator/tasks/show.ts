@@ -1,8 +1,9 @@
 /** `serverfs tasks show <task_id> [--json]`: the task object, with the final response only as a short preview. */
 import type { BridgeClient } from "../../../shared/bridge-protocol/client.ts";
+import type { TaskObjectResult as Task } from "../../../shared/bridge-protocol/results.ts";
 import { cutUtf8 } from "../../../shared/utf8.ts";
 import { paint, printJson, printLine, table } from "../output.ts";
-import { getTask, status, type Task } from "./bridge-calls.ts";
+import { getTask, status } from "./bridge-calls.ts";
 
 /** How much of a final response `show` prints; the whole text is the MCP client's to read. */
 const PREVIEW_BYTES = 1024;
@@ -41,7 +42,7 @@ function resultSummary(task: Task): string {
 function pendingSummary(task: Task): string | null {
   const p = task.pending_request;
   if (p === null) return task.pending_request_id;
-  const payload = p.payload as Record<string, unknown>;
+  const payload = p.payload;
   const text = (key: string) => (typeof payload[key] === "string" ? (payload[key] as string) : null);
   const command = text("command_display");
   const tool = [text("server"), text("tool")].filter((x) => x !== null).join("/");

@@ -3,11 +3,12 @@
  * is terminal, then prints its final status; `--json` gives one JSON object per line.
  */
 import type { BridgeClient } from "../../../shared/bridge-protocol/client.ts";
+import type { TaskEvent } from "../../../shared/bridge-protocol/results.ts";
 import { isServerFsError } from "../../../shared/errors.ts";
 import { LIMITS } from "../../../shared/limits.ts";
 import { isTerminal } from "../../../shared/store/task-states.ts";
 import { paint, printJsonLine, printLine, writeStdout } from "../output.ts";
-import { eventsPage, getTask, status, type TaskEvent } from "./bridge-calls.ts";
+import { eventsPage, getTask, status } from "./bridge-calls.ts";
 import { countThrough, eventLine, eventsHeader } from "./event-lines.ts";
 
 /** How long one `tail` long poll waits, below the Bridge's `max_wait_ms` (limits.ts). */
