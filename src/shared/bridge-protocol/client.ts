@@ -92,7 +92,7 @@ export class BridgeClient {
       return this.interpret(response, requestId, method);
     } catch (e) {
       if (e instanceof ServerFsError) throw e;
-      throw new ServerFsError("AGENT_BRIDGE_ERROR", "the Bridge call failed unexpectedly");
+      throw new ServerFsError("AGENT_BRIDGE_ERROR", "the Bridge call failed unexpectedly", { cause: e });
     }
   }
 

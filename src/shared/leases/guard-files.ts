@@ -68,7 +68,7 @@ function writeTemp(lockDir: string, guard: Guard, sharingGid: number | null): st
   try {
     fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW | O_CLOEXEC, PRIVATE_FILE);
   } catch (e) {
-    throw isStorageFault(e) ? storageError() : e;
+    throw isStorageFault(e) ? storageError(e) : e;
   }
   try {
     writeSync(fd, `${canonicalJson(guard)}\n`);
@@ -77,7 +77,7 @@ function writeTemp(lockDir: string, guard: Guard, sharingGid: number | null): st
     if (sharingGid !== null) fchownSync(fd, ownUid(), sharingGid);
   } catch (e) {
     unlinkQuietly(tmp);
-    throw isStorageFault(e) ? storageError() : e;
+    throw isStorageFault(e) ? storageError(e) : e;
   } finally {
     closeSync(fd);
   }
@@ -101,7 +101,7 @@ export function publishGuard(lockDir: string, guard: Guard, sharingGid: number |
     if ((e as { code?: string }).code === "EEXIST") {
       throw new ServerFsError("WORKDIR_RECOVERY_REQUIRED", "the workdir slot has an unresolved active-slot guard");
     }
-    if (isStorageFault(e)) throw storageError();
+    if (isStorageFault(e)) throw storageError(e);
     throw new ServerFsError("BRIDGE_SCHEDULING_FAILED", "the active-slot guard could not be published");
   } finally {
     unlinkQuietly(tmp);

@@ -111,7 +111,7 @@ async function invoke<M extends Method>(
   } catch (e) {
     if (isServerFsError(e)) return failure(request_id, e.code, e.message);
     // a read that met a failing disk or a database locked past its busy timeout
-    if (isStorageFault(e)) return failure(request_id, "BRIDGE_STORAGE_ERROR", storageError().message);
+    if (isStorageFault(e)) return failure(request_id, "BRIDGE_STORAGE_ERROR", storageError(e).message);
     dispatch.onUnexpected?.(method, e);
     return failure(request_id, "BRIDGE_PROTOCOL_ERROR", INTERNAL_FAILURE);
   }
