@@ -49,6 +49,9 @@ test("a shutdown that hangs is cut short at the bound, exit 1 all the same; one 
     throw new Error("could not release");
   });
   failing.handle("unhandled_rejection", "not even an Error");
+  // a flood of them (a failing log, say) writes a few lines, not one per error
+  for (let i = 0; i < 100; i++) failing.handle("uncaught_exception", new Error("again"));
+  expect(failing.lines).toHaveLength(3);
   await poll(() => failing.exits.length > 0, 5_000, "the exit");
   expect(failing.exits).toEqual([1]);
   expect(failing.lines[0]).toMatchObject({ event: "fatal_error", kind: "unhandled_rejection", error_name: "string" });
