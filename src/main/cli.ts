@@ -118,7 +118,7 @@ const RUNNERS: Record<string, Runner> = {
     return -1;
   },
   bridge: async (_, configPath) => (await import("./bridge/startup.ts")).runBridge(configPath),
-  tasks: async (args, configPath) => (await import("./operator/tasks.ts")).runTasks(args, configPath),
+  tasks: async (args, configPath) => (await import("./operator/tasks/index.ts")).runTasks(args, configPath),
   doctor: async (_, configPath) => (await import("./operator/doctor.ts")).runDoctor(configPath),
   recovery: async (args, configPath) => (await import("./operator/recovery.ts")).runRecovery(args, configPath),
   demo: async () => (await import("./demo/run.ts")).runDemo(),

@@ -4,7 +4,7 @@ import { type RpcServer, startRpcServer } from "../../src/main/bridge/rpc/server
 import { METHODS } from "../../src/shared/bridge-protocol/methods.ts";
 import { ServerFsError } from "../../src/shared/errors.ts";
 import { type TempDir, tempDir } from "../helpers/workspace.ts";
-import { exchange, heldUntilAbort, RawConnection, request } from "./rpc-wire.ts";
+import { exchange, heldUntilAbort, protocolHandlers, RawConnection, request } from "./rpc-wire.ts";
 
 const MiB = 1_048_576;
 let dir: TempDir;
@@ -44,7 +44,7 @@ beforeAll(async () => {
     socketPath,
     peer: { uid: -1, gid: -1 },
     sharingGid: null,
-    handlers: { ...handlers, "task.get": taskGet },
+    handlers: protocolHandlers({ ...handlers, "task.get": taskGet }),
     isClosing: () => closing,
   });
 });

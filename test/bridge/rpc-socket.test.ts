@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, chownSync, existsSync, linkSync, lstatSync, mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type RpcServer, type RpcServerOptions, startRpcServer } from "../../src/main/bridge/rpc/server.ts";
+import { type RequestContext, type RpcServer, type RpcServerOptions, startRpcServer } from "../../src/main/bridge/rpc/server.ts";
 import { BUN, type TempDir, tempDir } from "../helpers/workspace.ts";
-import { exchange, heldUntilAbort, RawConnection, request } from "./rpc-wire.ts";
+import { exchange, heldUntilAbort, protocolHandlers, RawConnection, request } from "./rpc-wire.ts";
 
 let dir: TempDir;
 let n = 0;
@@ -24,13 +24,13 @@ function start(socketPath: string, overrides: Partial<RpcServerOptions> = {}): P
     socketPath,
     peer: { uid: -1, gid: -1 },
     sharingGid: null,
-    handlers: {
-      "task.get": async (p) => ({ task_id: p.task_id }),
-      "task.events": async (_, ctx) => {
+    handlers: protocolHandlers({
+      "task.get": async (p: { task_id: string }) => ({ task_id: p.task_id }),
+      "task.events": async (_: unknown, ctx: RequestContext) => {
         await heldUntilAbort(ctx.signal, 8000);
         return { aborted: ctx.signal.aborted };
       },
-    },
+    }),
     isClosing: () => false,
     ...overrides,
   });

@@ -8,6 +8,7 @@ import * as Comlink from "comlink";
 import { AuditLog } from "../../shared/audit.ts";
 import { type StartedWorker, startWorker } from "../../shared/comlink-worker.ts";
 import { type Config, ConfigError, groupSharing, loadConfig } from "../../shared/config/load.ts";
+import { errorTrace } from "../../shared/error-trace.ts";
 import { ServerFsError } from "../../shared/errors.ts";
 import { PRIVATE_DIR } from "../../shared/fs/modes.ts";
 import { removeLeftoverGuardTemps } from "../../shared/leases/guard-files.ts";
@@ -22,13 +23,14 @@ import { Workspaces } from "../../shared/workspace.ts";
 import type { MaintenanceApi, PassFailure, PassReport, TimesSnapshot } from "../../workers/maintenance-worker.ts";
 import type { ProviderWorker } from "../../workers/provider-worker.ts";
 import { createAdapters, type RuntimeOptions } from "../../workers/runtimes.ts";
+import { installFatalHandlers } from "../fatal-errors.ts";
 import { acquireInstanceLock, acquireLockDirLock, type InstanceLock } from "./instance-lock.ts";
 import { reconcileAtStartup } from "./reconciliation.ts";
 import { startRpcServer } from "./rpc/server.ts";
 import { bridgeHandlers } from "./rpc-handlers.ts";
 import { RuntimeProbes } from "./service/runtime-probes.ts";
 import { singleFlight } from "./service/single-flight.ts";
-import { TaskService } from "./service/task-service.ts";
+import { SHUTDOWN_BOUND_MS, TaskService } from "./service/task-service.ts";
 import { startSpoolWorker } from "./spool-client.ts";
 
 export interface RunningBridge {
@@ -38,6 +40,9 @@ export interface RunningBridge {
   /** Crash tests: ends the provider worker as if it had died. */
   terminateProviderWorker(): void;
 }
+
+/** Beyond the providers' stop bound: closing the socket, the workers and the store. */
+const FATAL_MARGIN_MS = 5_000;
 
 const lost = (what: string) => () => new ServerFsError("BRIDGE_PROTOCOL_ERROR", `the ${what} worker stopped`);
 
@@ -122,6 +127,8 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
       handlers: bridgeHandlers(service),
       isClosing: () => service.isClosing,
       onWrote: (bytes) => service.noteAnswered(bytes),
+      // the peer gets a generic BRIDGE_PROTOCOL_ERROR; the debug log what failed (never its message)
+      onUnexpected: (method, e) => audit.debug("rpc_unexpected_error", { method, ...errorTrace(e) }),
       // docs/reliability.md#the-socket-path-stays-reachable: no path here, the startup line names it
       onRebound: (reason) => audit.warn("socket_rebound", { reason }),
       onRebindFailed: (reason, code) => audit.error("socket_rebind_failed", { reason, error_code: code }),
@@ -229,7 +236,11 @@ export async function runBridge(configPath: string | undefined): Promise<number>
       onSignal();
     });
   }
+  // an error nothing caught: the same shutdown, then exit 1 (a failure during startup has nothing to stop yet)
+  let started: RunningBridge | null = null;
+  installFatalHandlers({ audit, shutdown: () => started?.stop(), boundMs: SHUTDOWN_BOUND_MS + FATAL_MARGIN_MS });
   const bridge = await startBridge(config);
+  started = bridge;
   await received;
   return bridge.stop().then(
     () => 0,

@@ -13,6 +13,7 @@ import { ConfigError, expandHome } from "../../shared/config/load.ts";
 import { isOwnerOnly, octal, ownUid, PRIVATE_FILE } from "../../shared/fs/modes.ts";
 import { type RegularFile, readRegularFile } from "../../shared/fs/regular-file.ts";
 import { UsageError } from "../args.ts";
+import { FATAL_BOUND_MS, installFatalHandlers } from "../fatal-errors.ts";
 import { type HttpSession, HttpSessions } from "./http-sessions.ts";
 import { createMcpServer } from "./server.ts";
 import { auditStartup, type McpRuntime } from "./startup.ts";
@@ -214,13 +215,17 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
   auditStartup(rt, "http", formatHost(address.host, port));
   if (!isLoopback(address.host)) rt.deps.audit.warn("http_not_loopback", { listen: formatHost(address.host, port) });
 
-  const stop = () => {
+  const release = () => {
     ending.abort();
     sessions.closeAll();
     server.closeAllConnections();
     server.close();
+  };
+  const stop = () => {
+    release();
     process.exit(0);
   };
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);
+  installFatalHandlers({ audit: rt.deps.audit, shutdown: release, boundMs: FATAL_BOUND_MS });
 }

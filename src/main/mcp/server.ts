@@ -15,6 +15,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import * as v from "valibot";
 import type { AuditFields } from "../../shared/audit.ts";
+import { errorTrace } from "../../shared/error-trace.ts";
 import { RelayedError, ServerFsError } from "../../shared/errors.ts";
 import { VERSION } from "../../shared/version.ts";
 import type { BridgeCaller } from "./agent/agent-tool.ts";
@@ -71,7 +72,7 @@ export function createMcpServer(opts: McpServerOptions): Server {
           onPendingRequest: async (task, extra) => {
             const ask = askerFor(server, deps.config.server.elicitation, extra, opts.signal);
             const call: ToolCall = { audit: { tool: "tasks/result" }, signal: opts.signal, session, ask };
-            await elicitPending({ ...deps, bridge }, call, task.task_id, task as unknown as Record<string, unknown>);
+            await elicitPending({ ...deps, bridge }, call, task.task_id, task);
           },
           signal: opts.signal,
         })
@@ -136,9 +137,11 @@ async function callTool(tool: ToolDef, rawArgs: Record<string, unknown> | undefi
   return { result: outcome, error };
 }
 
+/**
+ * A failure no code of the tool's own: the client gets the tool's generic code, the debug log what
+ * the failure was (its name, errno code and stack frames; never its message, which can hold a path).
+ */
 function unexpected(tool: ToolDef, e: unknown, deps: McpDeps): ServerFsError {
-  if (tool.unexpected === "MUTATION_FAILED") {
-    deps.audit.debug("mutation_unexpected_error", { tool: tool.name, error_type: e instanceof Error ? e.name : typeof e });
-  }
-  return new ServerFsError(tool.unexpected, "unexpected internal failure");
+  deps.audit.debug("tool_unexpected_error", { tool: tool.name, ...errorTrace(e) });
+  return new ServerFsError(tool.unexpected, "unexpected internal failure", { cause: e });
 }

@@ -4,6 +4,7 @@
  * process here at once: nothing pending may keep it alive, and no abandoned call answers.
  */
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { FATAL_BOUND_MS, installFatalHandlers } from "../fatal-errors.ts";
 import { oversizedAnswer } from "./oversized-message.ts";
 import { createMcpServer } from "./server.ts";
 import { auditStartup, type McpRuntime } from "./startup.ts";
@@ -21,6 +22,7 @@ export async function serveStdio(rt: McpRuntime): Promise<void> {
   process.stdout.on("error", () => end(0));
   process.on("SIGINT", () => end(0));
   process.on("SIGTERM", () => end(0));
+  installFatalHandlers({ audit: rt.deps.audit, shutdown: () => ending.abort(), boundMs: FATAL_BOUND_MS });
 
   const server = createMcpServer({ ...rt, signal: ending.signal });
   auditStartup(rt, "stdio");

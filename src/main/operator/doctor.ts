@@ -16,8 +16,8 @@
  */
 import { lstatSync, type Stats, statSync } from "node:fs";
 import { dirname, isAbsolute } from "node:path";
-import * as v from "valibot";
 import { BridgeClient } from "../../shared/bridge-protocol/client.ts";
+import type { RuntimeEntry } from "../../shared/bridge-protocol/results.ts";
 import { type Config, ConfigError, expandHome, groupSharing, loadConfig } from "../../shared/config/load.ts";
 import { ServerFsError } from "../../shared/errors.ts";
 import { dirMode, fileMode, octal, ownUid, PRIVATE_DIR, permissionBits } from "../../shared/fs/modes.ts";
@@ -25,7 +25,6 @@ import { activeDir, guardedSlots, readGuard } from "../../shared/leases/guard-fi
 import { lockPath, SLOTS, slotName } from "../../shared/leases/lock-files.ts";
 import { isTerminal } from "../../shared/store/task-states.ts";
 import { enabledRuntimes } from "../../workers/runtimes.ts";
-import { RuntimesResult, TaskResult } from "../mcp/agent/schemas.ts";
 import { paint, printLine, runCommand, table } from "./output.ts";
 
 export type DoctorVerdict = "ok" | "warn" | "fail";
@@ -36,25 +35,11 @@ export interface CheckLine {
   reason: string;
 }
 
-type RuntimeInfo = v.InferOutput<typeof RuntimesResult>["runtimes"][number];
-
 type BridgeState =
-  | { kind: "answering"; client: BridgeClient; runtimes: RuntimeInfo[] }
+  | { kind: "answering"; client: BridgeClient; runtimes: RuntimeEntry[] }
   | { kind: "refused" }
   | { kind: "unreachable" }
   | { kind: "broken"; error: ServerFsError };
-
-/** docs/bridge-rpc.md#methods `recovery.list`; an invalid guard is listed with `task_id: null`. */
-const RecoveryListResult = v.looseObject({
-  guards: v.array(
-    v.looseObject({
-      slot: v.number(),
-      task_id: v.nullable(v.string()),
-      task_status: v.nullable(v.string()),
-      last_verdict: v.nullable(v.looseObject({})),
-    }),
-  ),
-});
 
 /** What is known of one guard; `undefined` means nobody could be asked. */
 interface GuardFact {
@@ -188,7 +173,7 @@ function lockFileChecks(config: Config): CheckLine[] {
 async function askBridge(config: Config): Promise<BridgeState> {
   const client = BridgeClient.fromConfig(config);
   try {
-    const { runtimes } = await client.call("runtime.list", {}, { result: RuntimesResult });
+    const { runtimes } = await client.call("runtime.list", {});
     return { kind: "answering", client, runtimes };
   } catch (e) {
     if (!(e instanceof ServerFsError)) throw e;
@@ -234,7 +219,7 @@ const localGuards = (lockDir: string): GuardFact[] =>
 /** null: no such task; undefined: the Bridge could not say. */
 async function taskStatus(client: BridgeClient, taskId: string): Promise<string | null | undefined> {
   try {
-    return (await client.call("task.get", { task_id: taskId }, { result: TaskResult })).status;
+    return (await client.call("task.get", { task_id: taskId })).status;
   } catch (e) {
     if (!(e instanceof ServerFsError)) throw e;
     return e.code === "AGENT_TASK_NOT_FOUND" ? null : undefined;
@@ -248,7 +233,7 @@ async function taskStatus(client: BridgeClient, taskId: string): Promise<string 
 async function guardFacts(config: Config, bridge: BridgeState): Promise<GuardFact[]> {
   if (bridge.kind !== "answering") return localGuards(config.bridge.lockDir);
   try {
-    const { guards } = await bridge.client.call("recovery.list", {}, { result: RecoveryListResult });
+    const { guards } = await bridge.client.call("recovery.list", {});
     return guards.map((g) => ({ slot: g.slot, taskId: g.task_id, taskStatus: g.task_status, verdict: g.last_verdict }));
   } catch (e) {
     if (!(e instanceof ServerFsError)) throw e;

@@ -5,6 +5,7 @@
  * `openInteraction`, `withdrawInteraction`, `respondApproval`, `answerQuestion`.
  */
 import type { Params } from "../../../shared/bridge-protocol/methods.ts";
+import type { ResultInput } from "../../../shared/bridge-protocol/results.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
 import {
   type ApprovalOffer,
@@ -104,7 +105,7 @@ function resolve(ctx: ServiceContext, taskId: string, requestId: string, resolut
   return change.task;
 }
 
-export function respondApproval(ctx: ServiceContext, p: Params<"task.approval.respond">) {
+export function respondApproval(ctx: ServiceContext, p: Params<"task.approval.respond">): ResultInput<"task.approval.respond"> {
   const { payload } = checkReply(ctx, p.task_id, p.request_id, "approval");
   const resolution = checkApproval(payload, p.decision, p.granted_permission_ids);
   const task = resolve(ctx, p.task_id, p.request_id, resolution);
@@ -112,7 +113,7 @@ export function respondApproval(ctx: ServiceContext, p: Params<"task.approval.re
   return { task_id: p.task_id, request_id: p.request_id, resolved: true as const, correlation_id: task.correlation_id };
 }
 
-export function answerQuestion(ctx: ServiceContext, p: Params<"task.question.answer">) {
+export function answerQuestion(ctx: ServiceContext, p: Params<"task.question.answer">): ResultInput<"task.question.answer"> {
   const { payload } = checkReply(ctx, p.task_id, p.request_id, "question");
   const resolution = checkAnswers(payload, p.answers);
   const task = resolve(ctx, p.task_id, p.request_id, resolution);

@@ -3,13 +3,14 @@
  * live run and `task.cancel`. Offers `sendMessage` and `cancelTask`.
  */
 import type { Params } from "../../../shared/bridge-protocol/methods.ts";
+import type { ResultInput } from "../../../shared/bridge-protocol/results.ts";
 import { byteSize } from "../../../shared/byte-size.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { LIMITS } from "../../../shared/limits.ts";
 import { isTerminal } from "../../../shared/store/index.ts";
 import type { ServiceContext } from "./context.ts";
 
-export async function sendMessage(ctx: ServiceContext, p: Params<"task.message.send">) {
+export async function sendMessage(ctx: ServiceContext, p: Params<"task.message.send">): Promise<ResultInput<"task.message.send">> {
   if (p.message === "") throw new ServerFsError("INVALID_REQUEST", "message must not be empty");
   if (Buffer.byteLength(p.message) > LIMITS.max_message_bytes) {
     throw new ServerFsError("AGENT_MESSAGE_TOO_LARGE", `the message is larger than ${byteSize(LIMITS.max_message_bytes)}`);
@@ -28,7 +29,7 @@ export async function sendMessage(ctx: ServiceContext, p: Params<"task.message.s
 }
 
 /** Idempotent and terminal-first; the cancel is committed before the answer. */
-export function cancelTask(ctx: ServiceContext, taskId: string) {
+export function cancelTask(ctx: ServiceContext, taskId: string): ResultInput<"task.cancel"> {
   const task = ctx.requireTask(taskId);
   if (isTerminal(task.status)) return { task_id: taskId, status: task.status, correlation_id: task.correlation_id };
   const moved = ctx.store.endTask(taskId, { to: "cancelled" });

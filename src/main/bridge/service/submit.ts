@@ -4,6 +4,7 @@
  * Offers `submitTask`.
  */
 import type { Params } from "../../../shared/bridge-protocol/methods.ts";
+import type { ResultInput } from "../../../shared/bridge-protocol/results.ts";
 import type { RuntimeName } from "../../../shared/config/schema.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { isTaskId, newTaskId } from "../../../shared/ids.ts";
@@ -24,7 +25,7 @@ import { lazyReconcile } from "./recovery.ts";
 import { executeRun } from "./run-lifecycle.ts";
 import { authorize, checkPrompt, normalizeStartPath, requestFingerprint, resolveStartDirectory } from "./submission-checks.ts";
 
-export async function submitTask(ctx: ServiceContext, p: Params<"task.submit">) {
+export async function submitTask(ctx: ServiceContext, p: Params<"task.submit">): Promise<ResultInput<"task.submit">> {
   if (ctx.closing) throw new ServerFsError("BRIDGE_CLOSED", "the Bridge is shutting down");
   const correlationId = opaqueValue(p.correlation_id, "correlation_id", "INVALID_REQUEST");
   const idempotencyKey = opaqueValue(p.idempotency_key, "idempotency_key", "INVALID_REQUEST");
@@ -41,7 +42,7 @@ export async function submitTask(ctx: ServiceContext, p: Params<"task.submit">) 
     runtime: p.runtime,
     workdir: p.workdir,
   });
-  const replay = () => {
+  const replay = (): ResultInput<"task.submit"> | null => {
     if (idempotencyKey === null) return null;
     const existing = ctx.store.findByIdempotencyKey(idempotencyKey);
     if (!existing || collectIfExpired(ctx.gcScope, existing)) return null;

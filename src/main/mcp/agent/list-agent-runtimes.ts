@@ -28,14 +28,12 @@ export function listAgentRuntimes(deps: AgentDeps): ToolDef {
         return { runtimes: [] };
       }
       const raw = await deps.bridge("runtime.list", {}, { signal: call.signal });
-      const list = Array.isArray(raw["runtimes"]) ? (raw["runtimes"] as Record<string, unknown>[]) : raw["runtimes"];
-      // A runtime whose probe failed may carry only name and available: false.
-      const filled = Array.isArray(list)
-        ? list
-            .filter((r) => allowed.has(String(r["name"])))
-            .map((r) => Object.fromEntries([...Object.entries(r), ...FILLED.filter((k) => !(k in r)).map((k) => [k, null])]))
-            .sort((a, b) => String(a["name"]).localeCompare(String(b["name"])))
-        : list;
+      // A runtime whose probe failed may carry only name and available: false; the tool's shape
+      // (which also puts the fields in their order) has null for what it leaves out.
+      const filled = raw.runtimes
+        .filter((r) => allowed.has(r.name))
+        .sort((a, b) => a.name.localeCompare(b.name))
+        .map((r) => Object.fromEntries([...Object.entries(r), ...FILLED.filter((k) => !(k in r)).map((k) => [k, null])]));
       const result = expectShape(RuntimesResult, { ...raw, runtimes: filled });
       call.audit["returned"] = result.runtimes.length;
       return result;

@@ -15,8 +15,8 @@ import { byteLength } from "../../../shared/utf8.ts";
 import { requireWorkspace } from "../deps.ts";
 import { choiceParam, pathParam, textParam, withDefault, workdirParam } from "../params.ts";
 import { defineTool, type ToolDef } from "../tool.ts";
-import { AGENT_AUDIT, type AgentDeps, agentAnnotations, expectShape, opaqueTextParam } from "./agent-tool.ts";
-import { BridgeSubmitted, SubmitResult } from "./schemas.ts";
+import { AGENT_AUDIT, type AgentDeps, agentAnnotations, opaqueTextParam } from "./agent-tool.ts";
+import { SubmitResult } from "./schemas.ts";
 
 export function submitAgentTask(deps: AgentDeps): ToolDef {
   const runtimes = ["codex", "claude", ...(deps.config.bridge.enable_fake_runtime ? ["fake"] : [])];
@@ -67,7 +67,7 @@ export function submitAgentTask(deps: AgentDeps): ToolDef {
       call.audit["path"] = path;
       closeQuietly(openDirPath(ws.realRoot, segments, { where: ws.where(path), side: "read" }));
 
-      const raw = await deps.bridge(
+      const { replayed, ...result } = await deps.bridge(
         "task.submit",
         {
           runtime: args.runtime,
@@ -81,7 +81,6 @@ export function submitAgentTask(deps: AgentDeps): ToolDef {
         },
         { signal: call.signal },
       );
-      const { replayed, ...result } = expectShape(BridgeSubmitted, raw);
       // the tasks whose requests this session may be asked (docs/elicitation.md): an idempotent replay
       // returns the task but never makes this session its submitter
       if (!replayed) call.session.submitted.add(result.task_id);

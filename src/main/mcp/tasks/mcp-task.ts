@@ -4,10 +4,9 @@
  * included, answers for any task the Bridge knows.
  */
 import type { Task } from "@modelcontextprotocol/sdk/types.js";
-import type * as v from "valibot";
-import type { TaskResult } from "../agent/schemas.ts";
+import type { Result } from "../../../shared/bridge-protocol/results.ts";
 
-export type BridgeTask = v.InferOutput<typeof TaskResult>;
+export type BridgeTask = Result<"task.get">;
 
 /** The pace suggested to hosts that poll tasks/get; each poll is one `task.get` RPC. */
 export const POLL_INTERVAL_MS = 2_000;

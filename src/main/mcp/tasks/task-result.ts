@@ -8,8 +8,6 @@
  */
 import { RELATED_TASK_META_KEY } from "@modelcontextprotocol/sdk/types.js";
 import type { BridgeCaller } from "../agent/agent-tool.ts";
-import { expectShape } from "../agent/agent-tool.ts";
-import { EventsResult } from "../agent/schemas.ts";
 import type { BridgeTaskStore } from "./bridge-task-store.ts";
 import type { PendingRequestHook, TaskCallExtra } from "./elicitation-seam.ts";
 import { isTerminalTask } from "./mcp-task.ts";
@@ -48,12 +46,11 @@ export async function awaitTaskResult(taskId: string, extra: TaskCallExtra, deps
         await deps.onPendingRequest({ ...task, pending_request: pending }, extra);
         continue;
       }
-      const raw = await deps.bridge(
+      const page = await deps.bridge(
         "task.events",
         { task_id: taskId, after_event_id: cursor, limit: EVENTS_PER_POLL, wait_ms: LONG_POLL_MS },
         { signal, extraTimeoutMs: LONG_POLL_MS },
       );
-      const page = expectShape(EventsResult, raw);
       if (progressToken !== undefined) {
         for (const e of page.events) {
           await extra.sendNotification({
