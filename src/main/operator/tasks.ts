@@ -2,8 +2,10 @@
  * `serverfs tasks list|show|events|tail` (docs/cli.md): the operator's read-only view of the
  * Bridge's tasks, through the RPC socket only (`task.list`, `task.get`, `task.events`; docs/bridge-rpc.md#methods).
  *
- * - `list [--status S] [--limit N] [--json]`: newest first, one row per task.
- * - `show <task_id> [--json]`: the task object, with the final response only as a short preview.
+ * - `list [--status S] [--limit N] [--json]`: newest first, one row per task, with its model, its
+ *   tokens (input/output) and cost where the runtime reported them.
+ * - `show <task_id> [--json]`: the task object, with the final response only as a short preview, the
+ *   model, effort and budget it was given and what it used.
  * - `events <task_id> [--after N] [--limit N] [--json]`: every event after the cursor, in order.
  * - `tail <task_id> [--after N] [--json]`: follows events live with the long poll until the task
  *   is terminal, then prints its final status; `--json` gives one JSON object per line.
@@ -132,10 +134,61 @@ async function list(client: BridgeClient, statusFilter: string | null, limit: nu
     printLine("no tasks");
     return 0;
   }
-  const rows = page.tasks.map((t) => [t.task_id, status(t.status), t.runtime, t.workdir_alias, t.profile, t.created_at, t.error_code ?? ""]);
-  for (const line of table(rows, ["TASK", "STATUS", "RUNTIME", "WORKDIR", "PROFILE", "CREATED", "ERROR"])) printLine(line);
+  const rows = page.tasks.map((t) => [
+    t.task_id,
+    status(t.status),
+    t.runtime,
+    modelOf(t),
+    t.workdir_alias,
+    t.profile,
+    t.created_at,
+    t.usage ? `${t.usage.total.input_tokens}/${t.usage.total.output_tokens}` : "",
+    costText(t.usage?.total.cost_usd ?? null),
+    t.error_code ?? "",
+  ]);
+  for (const line of table(rows, ["TASK", "STATUS", "RUNTIME", "MODEL", "WORKDIR", "PROFILE", "CREATED", "TOKENS", "COST", "ERROR"])) printLine(line);
   if (page.next_before_task_id !== null) printLine(paint("dim", `(older tasks not shown; --limit goes up to ${LIMITS.max_task_page})`));
   return 0;
+}
+
+// ----- model and usage -----
+
+type Usage = NonNullable<Task["usage"]>;
+type Totals = Usage["total"];
+
+/** The model the run was given (its manifest), else the ones its usage names, else "". */
+function modelOf(task: Task): string {
+  const choices = (task.manifest as { choices?: { model?: string | null } } | null)?.choices;
+  if (typeof choices?.model === "string") return choices.model;
+  return (task.usage?.by_model ?? [])
+    .map((m) => m.model)
+    .filter((m): m is string => m !== null)
+    .join(",");
+}
+
+const costText = (usd: number | null): string => (usd === null ? "" : `$${usd.toFixed(6).replace(/0{1,4}$/, "")}`);
+
+function totalsText(t: Totals): string {
+  const cost = costText(t.cost_usd);
+  return `${t.input_tokens} in (${t.cached_input_tokens} cached), ${t.output_tokens} out (${t.reasoning_output_tokens} reasoning)${cost === "" ? "" : `, ${cost}`}`;
+}
+
+/** What the run was asked to run with: model, effort and budget from its manifest. */
+function choicesSummary(task: Task): string | null {
+  const c = (task.manifest as { choices?: Record<string, unknown> } | null)?.choices;
+  if (!c) return null;
+  const parts = [
+    typeof c["model"] === "string" ? c["model"] : "the runtime's default",
+    typeof c["effort"] === "string" ? `effort ${c["effort"]}` : null,
+    typeof c["max_budget_micro_usd"] === "number" ? `budget ${costText(c["max_budget_micro_usd"] / 1_000_000)}` : null,
+  ];
+  return parts.filter((p) => p !== null).join(", ");
+}
+
+function usageSummary(usage: Usage | null | undefined): string | null {
+  if (!usage) return null;
+  const perModel = usage.by_model.length > 1 ? usage.by_model.map((m) => `; ${m.model ?? "unknown model"}: ${totalsText(m)}`).join("") : "";
+  return `${totalsText(usage.total)}${perModel}`;
 }
 
 // ----- show -----
@@ -200,6 +253,8 @@ async function show(client: BridgeClient, taskId: string, json: boolean): Promis
     ["runtime", task.runtime],
     ["workdir", `${task.workdir_alias} (slot ${task.workdir_slot}), start directory ${task.relative_cwd === "" ? "." : task.relative_cwd}`],
     ["profile", task.profile],
+    ["model", choicesSummary(task)],
+    ["usage", usageSummary(task.usage)],
     ["created", task.created_at],
     ["started", task.started_at],
     ["updated", task.updated_at],

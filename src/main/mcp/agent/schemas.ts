@@ -9,6 +9,14 @@ import * as v from "valibot";
 const nullableString = () => v.nullable(v.string());
 const int = () => v.pipe(v.number(), v.integer());
 
+/** A model a task may ask for (docs/runtimes.md#models-effort-and-budget). */
+const ModelSchema = v.looseObject({
+  model: v.string(),
+  efforts: v.array(v.string()),
+  default_effort: nullableString(),
+  is_default: v.boolean(),
+});
+
 export const RuntimeInfoSchema = v.looseObject({
   name: v.string(),
   available: v.boolean(),
@@ -18,6 +26,8 @@ export const RuntimeInfoSchema = v.looseObject({
   interactive_approval: v.nullable(v.boolean()),
   interactive_question: v.nullable(v.boolean()),
   in_flight_recovery: v.nullable(v.picklist(["native", "session-resume", "none"])),
+  /** null: the runtime is unavailable or did not list its models in time. */
+  models: v.nullable(v.array(ModelSchema)),
 });
 
 export const RuntimesResult = v.looseObject({ runtimes: v.array(RuntimeInfoSchema) });
@@ -35,6 +45,15 @@ export const SubmitResult = v.looseObject({
  * (docs/elicitation.md); a Bridge that does not say counts as a replay.
  */
 export const BridgeSubmitted = v.looseObject({ ...SubmitResult.entries, replayed: v.optional(v.boolean(), true) });
+
+/** docs/task-model.md#the-task-object `usage` totals. */
+const UsageTotals = v.looseObject({
+  input_tokens: int(),
+  cached_input_tokens: int(),
+  output_tokens: int(),
+  reasoning_output_tokens: int(),
+  cost_usd: v.nullable(v.number()),
+});
 
 const PendingRequest = v.looseObject({
   request_id: v.string(),
@@ -78,6 +97,7 @@ export const TaskResult = v.looseObject({
   error_message: nullableString(),
   pending_request_id: nullableString(),
   pending_request: v.nullable(PendingRequest),
+  usage: v.optional(v.nullable(v.looseObject({ by_model: v.array(v.looseObject({ model: nullableString(), ...UsageTotals.entries })), total: UsageTotals }))),
 });
 
 /** Validation keeps these keys in this order: the payload, an event's bulk, last (docs/mcp-tools.md#results-and-errors). */
