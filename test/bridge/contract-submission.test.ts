@@ -187,7 +187,7 @@ describe("submission step 6: idempotency", () => {
     const taskId = first.result!["task_id"] as string;
     await waitFor(taskId, isTerminalTask);
     const again = await submitTask(sock, { prompt: "complete:idem", idempotency_key: "k-replay", path: "." });
-    expect(again.result).toEqual({ task_id: taskId, status: "succeeded", correlation_id: null, idempotency_key: "k-replay" });
+    expect(again.result).toEqual({ task_id: taskId, status: "succeeded", correlation_id: null, idempotency_key: "k-replay", replayed: true });
     const list = await call<{ tasks: { idempotency_key: string | null }[] }>(sock, "task.list", { limit: 500 });
     expect(list.tasks.filter((t) => t.idempotency_key === "k-replay")).toHaveLength(1);
     expect((await call(sock, "task.get", { task_id: taskId }))["manifest"]).toMatchObject({ idempotency_key: "k-replay" });
@@ -203,7 +203,7 @@ describe("submission step 6: idempotency", () => {
   test("correlation_id is not part of the fingerprint: a replay answers with the stored task's correlation_id", async () => {
     const t = await finished({ prompt: "complete:c", idempotency_key: "k-corr", correlation_id: "first" });
     const again = await submitTask(sock, { prompt: "complete:c", idempotency_key: "k-corr", correlation_id: "second" });
-    expect(again.result).toEqual({ task_id: t["task_id"], status: "succeeded", correlation_id: "first", idempotency_key: "k-corr" });
+    expect(again.result).toEqual({ task_id: t["task_id"], status: "succeeded", correlation_id: "first", idempotency_key: "k-corr", replayed: true });
   });
 
   test("a replay returns at once, without the later steps: a running write task replays instead of WORKDIR_BUSY", async () => {
