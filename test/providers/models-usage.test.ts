@@ -10,7 +10,9 @@ import { type Json, ok } from "../e2e/support.ts";
 import { type AgentStack, CLAUDE_BIN, CLAUDE_PRESENT, CODEX_BIN, CODEX_PRESENT, cliMissing, stackPerTest } from "../fixtures/agent-stack.ts";
 import { startMockAnthropic } from "../fixtures/mock-anthropic.ts";
 import { MOCK_USAGE, startMockOpenAI } from "../fixtures/mock-openai.ts";
+import { scriptedAppServerBin } from "../fixtures/scripted-app-server.ts";
 import { errorCode } from "../helpers/mcp-client.ts";
+import { tempDir } from "../helpers/workspace.ts";
 
 if (!CODEX_PRESENT) cliMissing("Codex", CODEX_BIN, "npm install --no-save @openai/codex@0.171.0");
 if (!CLAUDE_PRESENT) cliMissing("Claude Code", CLAUDE_BIN, "npm install --no-save @anthropic-ai/claude-code@2.1.332");
@@ -81,6 +83,46 @@ describe.skipIf(!CODEX_PRESENT)("codex: models from model/list, the choice on tu
       expect((continued["manifest"] as Json)["choices"]).toEqual({ model: "gpt-5.5", effort: "high", max_budget_micro_usd: null });
     },
     RUN_MS * 2,
+  );
+
+  test(
+    "an app-server that does not answer model/list: listed with its models unknown, a model asked is AGENT_RUNTIME_NOT_READY, a task asking none still runs",
+    async () => {
+      const dir = tempDir("sfs-scripted-codex-");
+      try {
+        const mock = startMockOpenAI([]);
+        const s = await startStack({ runtime: "codex", mock, runtimeConfig: { bin: scriptedAppServerBin(dir.path) } });
+        expect(await runtimeEntry(s)).toMatchObject({ name: "codex", available: true, models: null });
+        expect((await refusal(s, { prompt: "x", model: "gpt-5.5" })).code).toBe("AGENT_RUNTIME_NOT_READY");
+        const taskId = await s.submit({ profile: "review", prompt: "review" });
+        expect(await s.finish(taskId, RUN_MS)).toMatchObject({ status: "succeeded" });
+        expect(ofType(await s.events(taskId), "task.started")).toEqual([{ runtime: "codex", model: null, effort: null, max_budget_usd: null }]);
+      } finally {
+        dir.remove();
+      }
+    },
+    RUN_MS,
+  );
+
+  test(
+    "with [runtimes.codex] models set, a task that names no model runs the listing's default; with the models unknown it is refused",
+    async () => {
+      const mock = startMockOpenAI([{ say: "ran" }]);
+      const s = await startStack({ runtime: "codex", mock, runtimeConfig: { models: ["gpt-5.5"] } });
+      const taskId = await s.submit({ prompt: "go" });
+      expect(await s.finish(taskId, RUN_MS)).toMatchObject({ status: "succeeded", final_response: "ran" });
+      expect(mock.requests[0]!.body).toMatchObject({ model: "gpt-5.5" });
+
+      const dir = tempDir("sfs-scripted-codex-");
+      try {
+        const silent = startMockOpenAI([]);
+        const t = await startStack({ runtime: "codex", mock: silent, runtimeConfig: { bin: scriptedAppServerBin(dir.path), models: ["gpt-5.5"] } });
+        expect((await refusal(t, { profile: "review", prompt: "x" })).code).toBe("AGENT_RUNTIME_NOT_READY");
+      } finally {
+        dir.remove();
+      }
+    },
+    RUN_MS,
   );
 });
 

@@ -274,8 +274,9 @@ export function createClaudeAdapter(settings: ClaudeSettings): RuntimeAdapter {
     },
     async listModels() {
       const models = settings.models ?? CLAUDE_DEFAULT_MODELS;
-      return { models: models.map((model, i) => ({ model, efforts: [...CLAUDE_EFFORTS], default_effort: null, is_default: i === 0 })), onlyListed: true };
+      return models.map((model, i) => ({ model, efforts: [...CLAUDE_EFFORTS], default_effort: null, is_default: i === 0 }));
     },
+    onlyListedModels: true,
     start(ctx) {
       const resume = ctx.continueNativeSessionId !== null ? ["--resume", ctx.continueNativeSessionId] : [];
       return startRun(

@@ -3,9 +3,9 @@
  * app-server, `initialize` then `model/list` page by page, each request bounded by
  * `request_timeout_seconds`; the process group is then ended and proven gone. It never starts a thread.
  *
- * Offers `listCodexModels(command, env, timeoutMs, allowed)` → `ModelListing` (rejects when the CLI does
+ * Offers `listCodexModels(command, env, timeoutMs, allowed)` → `ModelInfo[]` (rejects when the CLI does
  * not answer, which the listing shows as models unknown). `allowed` (non-empty) narrows the list to
- * those names (and `onlyListed`); the default is then the CLI's default if allowed, else the first
+ * those names; the default is then the CLI's default if allowed, else the first
  * allowed model. `narrowModels(listed, allowed)` is that narrowing.
  */
 import * as v from "valibot";
@@ -14,7 +14,7 @@ import { KILL_BOUNDS, terminateProcessGroup } from "../../shared/process-group.t
 import { VERSION } from "../../shared/version.ts";
 import { CodexRpc, parseIncoming } from "./codex-rpc.ts";
 import { spawnProvider } from "./spawn.ts";
-import type { ModelInfo, ModelListing } from "./types.ts";
+import type { ModelInfo } from "./types.ts";
 
 const ModelListPage = v.looseObject({
   data: v.array(
@@ -37,7 +37,7 @@ export async function listCodexModels(
   env: Readonly<Record<string, string | undefined>>,
   timeoutMs: number,
   allowed: readonly string[],
-): Promise<ModelListing> {
+): Promise<ModelInfo[]> {
   const mark = newMark();
   const proc = spawnProvider({ command, cwd: "/", env, mark });
   const rpc = new CodexRpc(proc, timeoutMs);
@@ -71,7 +71,7 @@ export async function listCodexModels(
       cursor = r.nextCursor;
       if (cursor === null) break;
     }
-    return { models: narrowModels(listed, allowed), onlyListed: allowed.length > 0 };
+    return narrowModels(listed, allowed);
   } finally {
     rpc.close();
     proc.closeStdin();

@@ -466,6 +466,7 @@ export function createCodexAdapter(settings: CodexSettings): RuntimeAdapter {
       return runtimeInfo("codex", probe.available, probe.version, true);
     },
     listModels: () => listCodexModels([bin, "app-server"], envOf(process.env), settings.request_timeout_seconds * 1000, settings.models ?? []),
+    onlyListedModels: (settings.models ?? []).length > 0,
     start(ctx) {
       return startRun(ctx, { command: [bin, "app-server"], env: envOf(ctx.env) }, (proc) => new CodexRun(proc, ctx, settings));
     },

@@ -4,7 +4,7 @@
  *
  * Offers types: `RuntimeAdapter`, `RuntimeInfo`, `RunContext`, `RunHandle`, `Outcome`,
  * `ProviderEventType`, `ApprovalPayload`, `QuestionPayload`, `ApprovalResolution`,
- * `QuestionResolution`, `NativeFacts`, `Profile`, `ModelInfo`, `ModelListing`, `RunChoices`, `UsagePayload`;
+ * `QuestionResolution`, `NativeFacts`, `Profile`, `ModelInfo`, `RunChoices`, `UsagePayload`;
  * the constant `NO_CHOICES`.
  *
  * Everything a run hands back (outcome, payloads) is plain data, so it crosses a comlink boundary.
@@ -40,15 +40,6 @@ export interface ModelInfo {
   efforts: string[];
   default_effort: string | null;
   is_default: boolean;
-}
-
-/**
- * A runtime's models. `onlyListed`: the operator named the models a task may run, so a task that asks
- * for none runs the default one; otherwise it runs whatever the runtime's own configuration says.
- */
-export interface ModelListing {
-  models: ModelInfo[];
-  onlyListed: boolean;
 }
 
 /** What a task asked for (docs/runtimes.md#models-effort-and-budget); null leaves it to the runtime. */
@@ -243,7 +234,12 @@ export interface RuntimeAdapter {
    * The models a task may ask for, as far as the operator allows them (`[runtimes.X] models`); never
    * starts a task. Rejects when the runtime cannot say (the listing then shows the models unknown).
    */
-  listModels(): Promise<ModelListing>;
+  listModels(): Promise<ModelInfo[]>;
+  /**
+   * The operator named the models a task may run (`[runtimes.X] models`), so a task that asks for none
+   * runs the listed default; otherwise it runs whatever the runtime's own configuration says.
+   */
+  readonly onlyListedModels: boolean;
   /** Starts a run, or resumes `ctx.continueNativeSessionId`. Spawn failures arrive as the outcome. */
   start(ctx: RunContext): RunHandle;
 }

@@ -1,14 +1,14 @@
 /**
  * A submission's model, effort and budget (docs/runtimes.md#models-effort-and-budget,
  * docs/bridge-rpc.md#tasksubmit row 11): what was asked (a continuation inherits its parent's choices
- * unless it overrides them) checked against the runtime's model listing. Offers `resolveChoices`,
+ * unless it overrides them) checked against the runtime's model listing. Offers `resolveChoices`, `needsListing`,
  * `recordedChoices`, `budgetMicroUsd`, `BUDGET_RUNTIMES`, type `AskedChoices`.
  *
  * Every refusal is INVALID_ARGUMENT naming the allowed values, never echoing what was asked.
  */
 import { ServerFsError } from "../../../shared/errors.ts";
 import type { Manifest } from "../../../shared/manifest.ts";
-import type { ModelInfo, ModelListing, RunChoices } from "../../../workers/providers/types.ts";
+import type { ModelInfo, RunChoices } from "../../../workers/providers/types.ts";
 
 /** The runtimes that enforce `max_budget_usd` (Claude Code's `--max-budget-usd`); Codex has no per-run budget. */
 export const BUDGET_RUNTIMES: readonly string[] = ["claude"];
@@ -44,33 +44,36 @@ export function recordedChoices(manifestJson: string | null): AskedChoices {
   };
 }
 
+/** Whether a submission must see the runtime's listing: it asks for a model or effort, or may run only a listed model. */
+export const needsListing = (asked: AskedChoices, onlyListed: boolean): boolean => onlyListed || asked.model !== null || asked.effort !== null;
+
 /**
- * The choices the run gets. `listing` null means the runtime could not list its models: then nothing
- * asked can be checked (AGENT_RUNTIME_NOT_READY), and a task that asks for nothing runs the runtime's
- * own default.
+ * The choices the run gets. `listing` null means the runtime could not list its models (or was not
+ * asked, see `needsListing`): then a choice that needs it cannot be checked (AGENT_RUNTIME_NOT_READY,
+ * failing closed), and a task that asks for nothing runs the runtime's own default. `onlyListed`: a task
+ * that asks for no model runs the listing's default.
  */
-export function resolveChoices(runtime: string, asked: AskedChoices, listing: ModelListing | null): RunChoices {
+export function resolveChoices(runtime: string, asked: AskedChoices, listing: ModelInfo[] | null, onlyListed: boolean): RunChoices {
   if (asked.max_budget_usd !== null && !BUDGET_RUNTIMES.includes(runtime)) {
     throw invalid(`this runtime enforces no budget; max_budget_usd is honoured by: ${listOf(BUDGET_RUNTIMES)}`);
   }
   if (asked.max_budget_usd !== null) budgetMicroUsd(asked.max_budget_usd);
-  const asksModel = asked.model !== null || asked.effort !== null;
   if (listing === null) {
-    if (asksModel) throw new ServerFsError("AGENT_RUNTIME_NOT_READY", "the runtime did not list its models; retry later");
+    if (needsListing(asked, onlyListed)) throw new ServerFsError("AGENT_RUNTIME_NOT_READY", "the runtime did not list its models; retry later");
     return { model: null, effort: null, max_budget_usd: asked.max_budget_usd };
   }
-  const names = listing.models.map((m) => m.model);
+  const names = listing.map((m) => m.model);
   let model: ModelInfo | null = null;
   if (asked.model !== null) {
-    model = listing.models.find((m) => m.model === asked.model) ?? null;
+    model = listing.find((m) => m.model === asked.model) ?? null;
     if (model === null) throw invalid(`this model is not offered by this runtime; allowed: ${listOf(names)}`);
-  } else if (listing.onlyListed) {
-    model = listing.models.find((m) => m.is_default) ?? null;
+  } else if (onlyListed) {
+    model = listing.find((m) => m.is_default) ?? null;
     if (model === null) throw invalid("this runtime offers no model");
   }
   if (asked.effort !== null) {
     // without a model the effort must suit every model the runtime may choose
-    const efforts = model !== null ? model.efforts : commonEfforts(listing.models);
+    const efforts = model !== null ? model.efforts : commonEfforts(listing);
     if (!efforts.includes(asked.effort)) throw invalid(`this effort is not supported by the model; allowed: ${listOf(efforts)}`);
   }
   return { model: model?.model ?? null, effort: asked.effort, max_budget_usd: asked.max_budget_usd };

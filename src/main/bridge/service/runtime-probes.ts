@@ -7,9 +7,10 @@
  * The models of a runtime (docs/runtimes.md#models-effort-and-budget) are fetched lazily, the first
  * time a listing or a submission needs them, and kept 10 minutes (a failed fetch 30 s). A listing waits
  * for them at most `LISTING_WAIT_MS` and otherwise shows `models: null` (unknown) while the fetch goes
- * on for the next caller; a submission waits for the fetch itself, which the adapter bounds.
+ * on for the next caller; a submission that needs them waits for the fetch itself, which the adapter
+ * bounds (src/main/bridge/service/model-choices.ts `needsListing`).
  */
-import type { ModelListing, RuntimeAdapter, RuntimeInfo } from "../../../workers/providers/types.ts";
+import type { ModelInfo, RuntimeAdapter, RuntimeInfo } from "../../../workers/providers/types.ts";
 
 const CACHE_MS = 30_000;
 const MODELS_CACHE_MS = 600_000;
@@ -19,7 +20,7 @@ export const LISTING_WAIT_MS = 3_000;
 export type ProbeResult = RuntimeInfo | { name: string; available: false };
 
 /** A `runtime.list` entry: the probe, and for an available runtime its models (null: unknown). */
-export type ListedRuntime = ProbeResult & { models?: ModelListing["models"] | null };
+export type ListedRuntime = ProbeResult & { models?: ModelInfo[] | null };
 
 interface Cached<T> {
   at: number;
@@ -29,7 +30,7 @@ interface Cached<T> {
 
 export class RuntimeProbes {
   private readonly cache = new Map<string, Cached<ProbeResult>>();
-  private readonly modelCache = new Map<string, Cached<ModelListing | null>>();
+  private readonly modelCache = new Map<string, Cached<ModelInfo[] | null>>();
 
   constructor(private readonly adapters: Map<string, RuntimeAdapter>) {}
 
@@ -47,13 +48,18 @@ export class RuntimeProbes {
     return result;
   }
 
+  /** Whether a task of this runtime may run only a listed model (so every submission needs the listing). */
+  onlyListedModels(name: string): boolean {
+    return this.adapters.get(name)?.onlyListedModels ?? false;
+  }
+
   /** The runtime's models, or null when it could not say (a failure is kept for 30 s only). */
-  models(name: string): Promise<ModelListing | null> {
+  models(name: string): Promise<ModelInfo[] | null> {
     const adapter = this.adapters.get(name);
     if (!adapter) return Promise.resolve(null);
     const hit = this.modelCache.get(name);
     if (hit && performance.now() - hit.at < hit.ttl) return hit.result;
-    const entry: Cached<ModelListing | null> = { at: performance.now(), ttl: MODELS_CACHE_MS, result: Promise.resolve(null) };
+    const entry: Cached<ModelInfo[] | null> = { at: performance.now(), ttl: MODELS_CACHE_MS, result: Promise.resolve(null) };
     entry.result = adapter.listModels().catch(() => {
       entry.ttl = CACHE_MS;
       return null;
@@ -74,7 +80,7 @@ export class RuntimeProbes {
         });
         const listing = await Promise.race([this.models(n), late]);
         clearTimeout(timer);
-        return { ...probe, models: listing?.models ?? null };
+        return { ...probe, models: listing };
       }),
     );
   }

@@ -20,7 +20,7 @@ import type { ServiceContext } from "./context.ts";
 import { awaitEndedLeaseHolder } from "./ended-lease-holder.ts";
 import { onDeadline } from "./expiry.ts";
 import type { LiveRun } from "./live-runs.ts";
-import { budgetMicroUsd, recordedChoices, resolveChoices } from "./model-choices.ts";
+import { budgetMicroUsd, needsListing, recordedChoices, resolveChoices } from "./model-choices.ts";
 import { lazyReconcile } from "./recovery.ts";
 import { executeRun } from "./run-lifecycle.ts";
 import { authorize, checkPrompt, normalizeStartPath, requestFingerprint, resolveStartDirectory } from "./submission-checks.ts";
@@ -73,7 +73,10 @@ export async function submitTask(ctx: ServiceContext, p: Params<"task.submit">) 
   // a continuation keeps what its parent was given, unless it asks otherwise
   const inherited = recordedChoices(prior?.manifest_json ?? null);
   const asked = { model: p.model ?? inherited.model, effort: p.effort ?? inherited.effort, max_budget_usd: p.max_budget_usd ?? inherited.max_budget_usd };
-  const choices = resolveChoices(p.runtime, asked, await ctx.deps.probes.models(p.runtime));
+  // only a submission that must see the models waits for them (a Codex listing spawns an app-server)
+  const onlyListed = ctx.deps.probes.onlyListedModels(p.runtime);
+  const listing = needsListing(asked, onlyListed) ? await ctx.deps.probes.models(p.runtime) : null;
+  const choices = resolveChoices(p.runtime, asked, listing, onlyListed);
 
   // the record in wall-clock time, and the same instant on the monotonic clock, which counts it down (timers.ts)
   const createdAt = nowIso();
