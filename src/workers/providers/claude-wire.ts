@@ -11,6 +11,7 @@
  * `interruptLine`.
  */
 import * as v from "valibot";
+import { TokenCount } from "./adapter-kit.ts";
 import type { UsagePayload } from "./types.ts";
 
 const TextBlock = v.looseObject({ type: v.literal("text"), text: v.string() });
@@ -96,14 +97,13 @@ export const ClaudeLineSchema = v.variant("type", [
 
 export type ClaudeLine = v.InferOutput<typeof ClaudeLineSchema>;
 
-const tokens = v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0)), 0);
 /** One model's entry of a result's `modelUsage`: its tokens, and what they cost by the CLI's price list. */
 const ModelUsageSchema = v.looseObject({
-  inputTokens: tokens,
-  outputTokens: tokens,
-  cacheReadInputTokens: tokens,
-  cacheCreationInputTokens: tokens,
-  thinkingTokens: tokens,
+  inputTokens: TokenCount,
+  outputTokens: TokenCount,
+  cacheReadInputTokens: TokenCount,
+  cacheCreationInputTokens: TokenCount,
+  thinkingTokens: TokenCount,
   costUSD: v.optional(v.nullable(v.pipe(v.number(), v.finite(), v.minValue(0))), null),
 });
 

@@ -25,7 +25,7 @@ import type { ConfigFile } from "../../shared/config/schema.ts";
 import { ServerFsError } from "../../shared/errors.ts";
 import { VERSION } from "../../shared/version.ts";
 import { autoDeclinedEvent } from "../auto-decline.ts";
-import { cutEventText, failed, failedFrom, notActive, runtimeInfo, SettleOnce, startRun } from "./adapter-kit.ts";
+import { cutEventText, failed, failedFrom, notActive, runtimeInfo, SettleOnce, startRun, TokenCount } from "./adapter-kit.ts";
 import { AgentMessages, type CodexItem, CodexItemSchema, itemPayload, proposedChanges } from "./codex-items.ts";
 import { listCodexModels } from "./codex-models.ts";
 import { planServerRequest } from "./codex-requests.ts";
@@ -92,10 +92,9 @@ const McpStatusPage = v.looseObject({
   nextCursor: v.optional(v.nullable(v.string())),
 });
 const ItemNotification = v.looseObject({ item: CodexItemSchema });
-const tokens = v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0)), 0);
 const TokenUsageUpdated = v.looseObject({
   tokenUsage: v.looseObject({
-    last: v.looseObject({ inputTokens: tokens, cachedInputTokens: tokens, outputTokens: tokens, reasoningOutputTokens: tokens }),
+    last: v.looseObject({ inputTokens: TokenCount, cachedInputTokens: TokenCount, outputTokens: TokenCount, reasoningOutputTokens: TokenCount }),
   }),
 });
 const ModelRerouted = v.looseObject({ fromModel: v.string(), toModel: v.string(), reason: v.optional(v.string(), "") });

@@ -22,7 +22,8 @@ const listOf = (values: readonly string[]) => (values.length === 0 ? "none" : va
 /** `max_budget_usd` in millionths of a dollar; INVALID_ARGUMENT unless 0 < budget ≤ 1,000,000 in steps of 0.000001. */
 export function budgetMicroUsd(usd: number): number {
   const micro = Math.round(usd * 1_000_000);
-  if (!Number.isFinite(usd) || usd <= 0 || usd > MAX_BUDGET_USD || micro < 1 || Math.abs(usd * 1_000_000 - micro) > 1e-6 * Math.max(1, micro)) {
+  // a step of 0.000001 is a whole micro-dollar; 0.001 of one covers the float error of usd * 10^6 up to the maximum
+  if (!Number.isFinite(usd) || usd <= 0 || usd > MAX_BUDGET_USD || micro < 1 || Math.abs(usd * 1_000_000 - micro) > 0.001) {
     throw invalid(`max_budget_usd must be a number of dollars above 0 and at most ${MAX_BUDGET_USD}, in steps of 0.000001`);
   }
   return micro;
