@@ -46,10 +46,13 @@ export const eventWriterApi = {
     if (code) broken.add(taskId);
     return code;
   },
-  /** `starting` → `running` with `task.started`, after every batch sent before it; null when it committed. */
-  started(taskId: string, runtime: string): ErrorCode | null {
+  /**
+   * `starting` → `running` with `task.started` (`{runtime, model, effort, max_budget_usd}`), after every
+   * batch sent before it; null when it committed.
+   */
+  started(taskId: string, payload: { runtime: string } & Record<string, unknown>): ErrorCode | null {
     try {
-      store().transition(taskId, "running", { events: [{ type: "task.started", payload: { runtime } }] });
+      store().transition(taskId, "running", { events: [{ type: "task.started", payload }] });
       return null;
     } catch (e) {
       return faultCode(e);

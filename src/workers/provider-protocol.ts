@@ -7,7 +7,7 @@ import type { LogLevelSetting } from "../shared/audit.ts";
 import type { Profile } from "../shared/config/schema.ts";
 import type { VerifiedStartDir } from "../shared/fs/start-directory.ts";
 import type { GroupVerdict } from "../shared/process-group.ts";
-import type { ApprovalResolution, NativeFacts, Outcome, QuestionResolution } from "./providers/types.ts";
+import type { ApprovalResolution, NativeFacts, Outcome, QuestionResolution, RunChoices } from "./providers/types.ts";
 
 export type { NativeFacts };
 
@@ -22,6 +22,8 @@ export interface RunSpec {
   prompt: string;
   profile: Profile;
   continueNativeSessionId: string | null;
+  /** The model, effort and budget the run is given (checked at submit). */
+  choices: RunChoices;
   mark: string;
   /** Workdir roots (configured and real path) for host-path redaction. */
   roots: string[];

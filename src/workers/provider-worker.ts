@@ -145,6 +145,7 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
     prompt: spec.prompt,
     profile: spec.profile,
     continueNativeSessionId: spec.continueNativeSessionId,
+    choices: spec.choices,
     mark: spec.mark,
     env: providerEnv,
     keepBytes: keep,
@@ -180,7 +181,12 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
     // the task running (docs/task-model.md#execution steps 3–4), so a running task always takes steering.
     // The writer serves calls in order, so the batches before this commit before `task.started`
     // and the ones after it after, without waiting here.
-    started: () => batcher.inOrder(() => eventWriter().started(spec.taskId, spec.runtime).catch(unstored)),
+    started: () =>
+      batcher.inOrder(() =>
+        eventWriter()
+          .started(spec.taskId, { runtime: spec.runtime, ...spec.choices })
+          .catch(unstored),
+      ),
   };
 
   const handle = adapter.start(ctx);

@@ -5,16 +5,17 @@ import { ServerFsError } from "../../src/shared/errors.ts";
 import { newMark, newTaskId } from "../../src/shared/ids.ts";
 import { checkProcessGroup, readProcStat, terminateProcessGroup } from "../../src/shared/process-group.ts";
 import { createFakeAdapter } from "../../src/workers/providers/fake.ts";
-import type {
-  ApprovalPayload,
-  ApprovalResolution,
-  Decision,
-  NativeFacts,
-  Outcome,
-  QuestionPayload,
-  QuestionResolution,
-  RunContext,
-  RunHandle,
+import {
+  type ApprovalPayload,
+  type ApprovalResolution,
+  type Decision,
+  type NativeFacts,
+  NO_CHOICES,
+  type Outcome,
+  type QuestionPayload,
+  type QuestionResolution,
+  type RunContext,
+  type RunHandle,
 } from "../../src/workers/providers/types.ts";
 import { FAKE_RUNTIME_ENTRY } from "../helpers/contract-shapes.ts";
 import { holdsWithin, poll } from "../helpers/poll.ts";
@@ -90,6 +91,7 @@ function run(prompt: string, o: RunOptions = {}): Recorded {
     prompt,
     profile: o.profile ?? "workspace-write",
     continueNativeSessionId: o.continueFrom ?? null,
+    choices: NO_CHOICES,
     mark,
     env: process.env,
     emit(type, payload) {

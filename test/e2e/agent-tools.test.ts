@@ -13,7 +13,7 @@ import { symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { canonicalJson } from "../../src/shared/canonical-json.ts";
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, startBridgeProcess, treeTables } from "../helpers/bridge.ts";
-import { FAKE_RUNTIME_ENTRY } from "../helpers/contract-shapes.ts";
+import { FAKE_RUNTIME_LISTED } from "../helpers/contract-shapes.ts";
 import { errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
 import { AGENT_TOOLS } from "../helpers/tool-names.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
@@ -78,7 +78,7 @@ afterAll(async () => {
 describe("list_agent_runtimes", () => {
   test("lists the fake runtime with its probe: version 1, every capability, session-resume", async () => {
     const r = await ok<{ runtimes: Json[] }>(mcp, "list_agent_runtimes");
-    expect(r.runtimes).toEqual([FAKE_RUNTIME_ENTRY]);
+    expect(r.runtimes).toEqual([FAKE_RUNTIME_LISTED]);
   });
 });
 

@@ -29,6 +29,7 @@ export const TASK_OBJECT_FIELDS = [
   "error_message",
   "pending_request_id",
   "pending_request",
+  "usage",
 ] as const;
 
 /** The `fake` runtime's runtime.list entry (docs/runtimes.md): version "1", every capability, session-resume. */
@@ -41,6 +42,12 @@ export const FAKE_RUNTIME_ENTRY = {
   interactive_approval: true,
   interactive_question: true,
   in_flight_recovery: "session-resume",
+} as const;
+
+/** The same entry as `runtime.list` and list_agent_runtimes show it: with the fake runtime's one model. */
+export const FAKE_RUNTIME_LISTED = {
+  ...FAKE_RUNTIME_ENTRY,
+  models: [{ model: "fake-model", efforts: ["low", "high"], default_effort: "low", is_default: true }],
 } as const;
 
 /**

@@ -2,7 +2,9 @@
  * `serverfs tasks list|show|events|tail` (docs/cli.md; docs/bridge-rpc.md#methods task.list, task.get,
  * task.events): the real CLI against one real Bridge process, over its socket.
  */
+import { Database } from "bun:sqlite";
 import { beforeAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
 import { bridgeEnv, call, isTerminalTask, rpc, waitForTask } from "../helpers/bridge.ts";
 import { poll } from "../helpers/poll.ts";
 import { runCli, spawnCli } from "../helpers/process.ts";
@@ -28,12 +30,35 @@ const submit = (prompt: string, extra: Record<string, unknown> = {}) => fixture.
 const settle = async (id: string, until = isTerminalTask) => (await waitForTask(env.socketPath, id, until)) as Task;
 
 beforeAll(async () => {
-  done = await settle(await submit("complete:first-answer", { correlation_id: "op-1" }));
+  done = await settle(await submit("complete:first-answer", { correlation_id: "op-1", model: "fake-model", effort: "high" }));
+  reportUsage(done.task_id);
+  done = await settle(done.task_id);
   long = await settle(await submit("repeat:3000:ab"));
   failed = await settle(await submit("fail:boom"));
   chatty = await settle(await submit("events:3"));
   pending = await settle(await submit("approval:make build"), (t) => t["status"] === "waiting_for_approval");
 }, 60_000);
+
+/**
+ * What a runtime that reports usage leaves (the fake one reports none): two `task.usage` events of the
+ * finished task, written straight into the Bridge's database.
+ */
+function reportUsage(taskId: string): void {
+  const db = new Database(join(env.stateDir, "state.sqlite3"));
+  try {
+    db.run("PRAGMA busy_timeout = 5000");
+    const insert = db.query("INSERT INTO events (task_id, event_type, payload_json, created_at) VALUES (?, 'task.usage', ?, ?)");
+    for (const [input, output, cost] of [
+      [100, 20, 0.25],
+      [10, 2, 0.5],
+    ] as const) {
+      const payload = { model: "fake-model", input_tokens: input, cached_input_tokens: 4, output_tokens: output, reasoning_output_tokens: 1, cost_usd: cost };
+      insert.run(taskId, JSON.stringify(payload), new Date().toISOString());
+    }
+  } finally {
+    db.close();
+  }
+}
 
 const lines = (stdout: string) => stdout.split("\n").filter((l) => l !== "");
 
@@ -43,7 +68,7 @@ describe("tasks list (task.list)", () => {
     expect(r.code).toBe(0);
     expect(r.stdout).not.toContain("\x1b[");
     const [header, ...rows] = lines(r.stdout);
-    expect(header).toMatch(/^TASK\s+STATUS\s+RUNTIME\s+WORKDIR\s+PROFILE\s+CREATED\s+ERROR$/);
+    expect(header).toMatch(/^TASK\s+STATUS\s+RUNTIME\s+MODEL\s+WORKDIR\s+PROFILE\s+CREATED\s+TOKENS\s+COST\s+ERROR$/);
     expect(rows.map((l) => l.split(/\s+/)[0])).toEqual([pending, chatty, failed, long, done].map((t) => t.task_id));
     const statusColumn = header!.indexOf("STATUS");
     const createdColumn = header!.indexOf("CREATED");
@@ -53,6 +78,8 @@ describe("tasks list (task.list)", () => {
       expect(row.slice(createdColumn)).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/);
     }
     expect(rows[2]).toMatch(/\sfailed\s.*AGENT_PROVIDER_ERROR$/);
+    // the model it was given, its tokens in/out and its cost, summed from its usage events
+    expect(rows[4]).toMatch(/\sfake\s+fake-model\s+repo\s.*\s110\/22\s+\$0\.75\s*$/);
     expect(rows[0]).toContain("waiting_for_approval");
   });
 
@@ -120,6 +147,8 @@ describe("tasks show (task.get)", () => {
     expect(field(r.stdout, "correlation")).toBe("op-1");
     expect(field(r.stdout, "result")).toBe(`inline, ${result.size_bytes} bytes, sha256 ${result.sha256}`);
     expect(field(r.stdout, "manifest")).toBe(`sha256 ${done["manifest_sha256"]}`);
+    expect(field(r.stdout, "model")).toBe("fake-model, effort high");
+    expect(field(r.stdout, "usage")).toBe("110 in (8 cached), 22 out (2 reasoning), $0.75");
     expect(r.stdout).toContain("response\n  first-answer\n");
   });
 

@@ -10,15 +10,16 @@ import { join } from "node:path";
 import { newMark, newTaskId } from "../../src/shared/ids.ts";
 import { terminateProcessGroup } from "../../src/shared/process-group.ts";
 import { createClaudeAdapter } from "../../src/workers/providers/claude.ts";
-import type {
-  ApprovalPayload,
-  Decision,
-  NativeFacts,
-  Outcome,
-  QuestionPayload,
-  QuestionResolution,
-  RunContext,
-  RunHandle,
+import {
+  type ApprovalPayload,
+  type Decision,
+  type NativeFacts,
+  NO_CHOICES,
+  type Outcome,
+  type QuestionPayload,
+  type QuestionResolution,
+  type RunContext,
+  type RunHandle,
 } from "../../src/workers/providers/types.ts";
 import { CLAUDE_BIN, CLAUDE_PACKAGE, CLAUDE_PRESENT, claudeOfflineEnv, cliMissing, claudeHome as freshClaudeHome } from "../fixtures/agent-stack.ts";
 import { ASK_COLOUR, type MockAnthropic, type MockRequest, type MockStep, startMockAnthropic } from "../fixtures/mock-anthropic.ts";
@@ -99,6 +100,7 @@ function run(s: ReturnType<typeof setup>, prompt: string, o: RunOptions = {}): R
     prompt,
     profile: "workspace-write",
     continueNativeSessionId: o.continueFrom ?? null,
+    choices: NO_CHOICES,
     mark,
     env: { PATH: process.env["PATH"], ...s.env },
     emit(type, payload) {

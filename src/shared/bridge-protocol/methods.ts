@@ -28,6 +28,9 @@ export const METHOD_PARAMS = {
     continue_from_task_id: stringOrNull,
     correlation_id: stringOrNull,
     idempotency_key: stringOrNull,
+    model: stringOrNull,
+    effort: stringOrNull,
+    max_budget_usd: v.optional(v.nullable(v.number()), null),
   }),
   "task.get": v.strictObject({ task_id: string }),
   "task.events": v.strictObject({

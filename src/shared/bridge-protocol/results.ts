@@ -25,6 +25,14 @@ const taskStatus = v.picklist(TASK_STATUSES);
 /** A JSON object whose fields this protocol does not fix (an event's payload, the manifest). */
 const openObject = v.looseObject({});
 
+/** A model a task may ask for (docs/runtimes.md#models-effort-and-budget). */
+export const ModelSchema = v.looseObject({
+  model: string,
+  efforts: v.array(string),
+  default_effort: nullableString,
+  is_default: v.boolean(),
+});
+
 /**
  * One `runtime.list` entry. A probe that throws gives only `name` and `available: false`, so the
  * rest is optional here; the MCP tool fills what is absent with null.
@@ -38,6 +46,8 @@ export const RuntimeEntrySchema = v.looseObject({
   interactive_approval: v.optional(v.boolean()),
   interactive_question: v.optional(v.boolean()),
   in_flight_recovery: v.optional(v.picklist(["native", "session-resume", "none"])),
+  /** null: the runtime is unavailable or did not list its models in time. */
+  models: v.optional(v.nullable(v.array(ModelSchema))),
 });
 
 /** docs/task-model.md#human-in-the-loop-requests: a task's `pending_request`. */
@@ -51,6 +61,15 @@ export const PendingRequestSchema = v.looseObject({
   expires_at: nullableString,
   resolved_at: nullableString,
   resolution: v.nullable(openObject),
+});
+
+/** docs/task-model.md#the-task-object `usage` totals. */
+const UsageTotals = v.looseObject({
+  input_tokens: integer,
+  cached_input_tokens: integer,
+  output_tokens: integer,
+  reasoning_output_tokens: integer,
+  cost_usd: v.nullable(v.number()),
 });
 
 /** docs/task-model.md#the-task-object: what `task.get` answers and `task.list` lists. */
@@ -84,6 +103,7 @@ export const TaskSchema = v.looseObject({
   error_message: nullableString,
   pending_request_id: nullableString,
   pending_request: v.nullable(PendingRequestSchema),
+  usage: v.optional(v.nullable(v.looseObject({ by_model: v.array(v.looseObject({ model: nullableString, ...UsageTotals.entries })), total: UsageTotals }))),
 });
 
 /** docs/events.md#the-envelope: one event, its payload last. */

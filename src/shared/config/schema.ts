@@ -126,6 +126,16 @@ const BridgeSchema = v.strictObject({
   recovery: v.optional(v.strictObject({ terminate_orphans: v.optional(v.boolean(), true) }), {}),
 });
 
+/** Model names as a CLI takes them: no empty name, no control character, no duplicate. */
+const modelNames = () =>
+  v.pipe(
+    v.array(v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9._:/@[\]-]{0,127}$/, "must be a model name (letters, digits, . _ : / @ [ ] -)"))),
+    v.check((names) => new Set(names).size === names.length, "must not repeat a model"),
+  );
+
+/** Claude Code's model aliases (`claude --help`): each follows the newest model of its family. */
+export const CLAUDE_DEFAULT_MODELS = ["sonnet", "opus", "haiku", "fable"] as const;
+
 const CodexSchema = v.strictObject({
   enabled: v.optional(v.boolean(), false),
   bin: v.optional(v.string(), "codex"),
@@ -134,6 +144,8 @@ const CodexSchema = v.strictObject({
   event_idle_timeout_seconds: v.optional(int(0), 0),
   approval_policy: v.optional(v.string(), ""),
   sandbox: v.optional(v.picklist(["", "read-only", "workspace-write", "danger-full-access"]), ""),
+  // the models a task may ask for, narrowed from what the CLI lists (model/list); empty: all of them
+  models: v.optional(modelNames(), []),
 });
 
 const ClaudeSchema = v.strictObject({
@@ -142,6 +154,8 @@ const ClaudeSchema = v.strictObject({
   config_dir: v.optional(v.string(), ""),
   probe_timeout_seconds: v.optional(positive(), 5),
   event_idle_timeout_seconds: v.optional(int(0), 0),
+  // the CLI cannot list its models: these are the ones a task may ask for, the first the default
+  models: v.optional(v.pipe(modelNames(), v.minLength(1, "must name at least one model")), [...CLAUDE_DEFAULT_MODELS]),
 });
 
 export const ConfigFileSchema = v.strictObject({

@@ -149,14 +149,14 @@ export class Store {
    */
   getTaskObject(taskId: string): TaskObject | null {
     const row = tasks.getTask(this.db, taskId);
-    if (row === null || row.pending_request_id === null) return row === null ? null : taskObject(row, null);
+    if (row === null || row.pending_request_id === null) return row === null ? null : taskObject(row, null, events.usagePayloads(this.db, taskId));
     return this.db.transaction((): TaskObject | null => {
       const again = tasks.getTask(this.db, taskId);
       return again ? this.objectOf(again) : null;
     })();
   }
   private objectOf(row: TaskRow): TaskObject {
-    return taskObject(row, row.pending_request_id ? requests.getRequest(this.db, row.pending_request_id) : null);
+    return taskObject(row, row.pending_request_id ? requests.getRequest(this.db, row.pending_request_id) : null, events.usagePayloads(this.db, row.task_id));
   }
   findByIdempotencyKey(key: string): TaskRow | null {
     return tasks.findByIdempotencyKey(this.db, key);

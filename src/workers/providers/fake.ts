@@ -176,6 +176,11 @@ export function createFakeAdapter(options: FakeAdapterOptions = {}): RuntimeAdap
     async probe() {
       return runtimeInfo("fake", true, "1", true);
     },
+    // one model, so the submit checks can be driven without a real CLI; the fake provider ignores it
+    async listModels() {
+      return [{ model: "fake-model", efforts: ["low", "high"], default_effort: "low", is_default: true }];
+    },
+    onlyListedModels: false,
     start(ctx) {
       return startRun(ctx, { command, env: ctx.env, lineCap: options.lineCap }, (proc) => new FakeRun(proc, ctx));
     },

@@ -7,14 +7,15 @@ import { defineTool, type ToolDef } from "../tool.ts";
 import { AGENT_AUDIT, AGENT_READ, type AgentDeps, expectShape } from "./agent-tool.ts";
 import { RuntimesResult } from "./schemas.ts";
 
-const FILLED = ["version", "persistent_session", "live_steer", "interactive_approval", "interactive_question", "in_flight_recovery"];
+const FILLED = ["version", "persistent_session", "live_steer", "interactive_approval", "interactive_question", "in_flight_recovery", "models"];
 
 export function listAgentRuntimes(deps: AgentDeps): ToolDef {
   const allowed = new Set(deps.workspaces.list.flatMap((w) => w.policy.agent_runtimes as string[]));
   return defineTool({
     name: "list_agent_runtimes",
     title: "List agent runtimes",
-    description: "The coding-agent runtimes the workdirs allow, with availability, version and capabilities.",
+    description:
+      "The coding-agent runtimes the workdirs allow, with availability, version, capabilities and the models a task may ask for (each with its reasoning efforts and defaults; null when unknown).",
     annotations: AGENT_READ,
     input: v.strictObject({}),
     output: RuntimesResult,

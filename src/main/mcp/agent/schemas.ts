@@ -7,7 +7,7 @@
  * strips.
  */
 import * as v from "valibot";
-import { METHOD_RESULTS, TaskSchema } from "../../../shared/bridge-protocol/results.ts";
+import { METHOD_RESULTS, ModelSchema, TaskSchema } from "../../../shared/bridge-protocol/results.ts";
 
 const nullableString = () => v.nullable(v.string());
 
@@ -20,6 +20,8 @@ export const RuntimeInfoSchema = v.looseObject({
   interactive_approval: v.nullable(v.boolean()),
   interactive_question: v.nullable(v.boolean()),
   in_flight_recovery: v.nullable(v.picklist(["native", "session-resume", "none"])),
+  /** null: the runtime is unavailable or did not list its models in time. */
+  models: v.nullable(v.array(ModelSchema)),
 });
 
 export const RuntimesResult = v.looseObject({ runtimes: v.array(RuntimeInfoSchema) });

@@ -36,6 +36,20 @@ export function submitAgentTask(deps: AgentDeps): ToolDef {
         "workspace-write",
       ),
       continue_from_task_id: v.optional(textParam("A finished task of the same runtime and workdir whose session this task continues.")),
+      model: v.optional(
+        textParam("The model to run, one list_agent_runtimes lists for this runtime; absent: the runtime's default (a continuation keeps its parent's)."),
+      ),
+      effort: v.optional(
+        textParam("The reasoning effort, one the model supports (list_agent_runtimes); absent: the model's default (a continuation keeps its parent's)."),
+      ),
+      max_budget_usd: v.optional(
+        v.pipe(
+          v.number("must be a number"),
+          v.minValue(0.000001, "must be above 0"),
+          v.maxValue(1_000_000, "must be at most 1000000"),
+          v.description("claude only: US dollars, from 0.000001 to 1000000; the run stops (AGENT_BUDGET_EXCEEDED) once it has spent this much."),
+        ),
+      ),
       correlation_id: opaqueTextParam("Opaque metadata echoed in results and events."),
       idempotency_key: opaqueTextParam("A retry with the same key and the same request returns the existing task instead of a new one."),
     }),
@@ -52,6 +66,9 @@ export function submitAgentTask(deps: AgentDeps): ToolDef {
         profile: args.profile,
         idempotency_key: idempotencyKey ?? null,
         continue_from_task_id: args.continue_from_task_id ?? null,
+        model: args.model ?? null,
+        effort: args.effort ?? null,
+        max_budget_usd: args.max_budget_usd ?? null,
         prompt_bytes: byteLength(args.prompt),
       });
       const ws = requireWorkspace(deps, args.workdir);
@@ -76,6 +93,9 @@ export function submitAgentTask(deps: AgentDeps): ToolDef {
           profile: args.profile,
           prompt: args.prompt,
           ...(args.continue_from_task_id ? { continue_from_task_id: args.continue_from_task_id } : {}),
+          ...(args.model !== undefined ? { model: args.model } : {}),
+          ...(args.effort !== undefined ? { effort: args.effort } : {}),
+          ...(args.max_budget_usd !== undefined ? { max_budget_usd: args.max_budget_usd } : {}),
           ...(correlationId ? { correlation_id: correlationId } : {}),
           ...(idempotencyKey ? { idempotency_key: idempotencyKey } : {}),
         },

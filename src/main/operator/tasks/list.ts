@@ -1,10 +1,14 @@
-/** `serverfs tasks list [--status S] [--limit N] [--json]`: newest first, one row per task. */
+/**
+ * `serverfs tasks list [--status S] [--limit N] [--json]`: newest first, one row per task, with its
+ * model, its tokens (input/output) and cost where the runtime reported them.
+ */
 import type { BridgeClient } from "../../../shared/bridge-protocol/client.ts";
 import type { Result, TaskObjectResult as Task } from "../../../shared/bridge-protocol/results.ts";
 import { isServerFsError } from "../../../shared/errors.ts";
 import { LIMITS } from "../../../shared/limits.ts";
 import { paint, printJson, printLine, table } from "../output.ts";
 import { status } from "./bridge-calls.ts";
+import { costText, modelOf, tokensText } from "./usage.ts";
 
 /** A task as `list` shows it: everything but the final response (only `show` previews that). */
 function withoutResponse(task: Task): Omit<Task, "final_response"> {
@@ -47,8 +51,19 @@ export async function list(client: BridgeClient, statusFilter: string | null, li
     printLine("no tasks");
     return 0;
   }
-  const rows = page.tasks.map((t) => [t.task_id, status(t.status), t.runtime, t.workdir_alias, t.profile, t.created_at, t.error_code ?? ""]);
-  for (const line of table(rows, ["TASK", "STATUS", "RUNTIME", "WORKDIR", "PROFILE", "CREATED", "ERROR"])) printLine(line);
+  const rows = page.tasks.map((t) => [
+    t.task_id,
+    status(t.status),
+    t.runtime,
+    modelOf(t),
+    t.workdir_alias,
+    t.profile,
+    t.created_at,
+    tokensText(t),
+    costText(t.usage?.total.cost_usd ?? null),
+    t.error_code ?? "",
+  ]);
+  for (const line of table(rows, ["TASK", "STATUS", "RUNTIME", "MODEL", "WORKDIR", "PROFILE", "CREATED", "TOKENS", "COST", "ERROR"])) printLine(line);
   if (page.next_before_task_id !== null) printLine(paint("dim", `(older tasks not shown; --limit goes up to ${LIMITS.max_task_page})`));
   return 0;
 }

@@ -1,9 +1,13 @@
-/** `serverfs tasks show <task_id> [--json]`: the task object, with the final response only as a short preview. */
+/**
+ * `serverfs tasks show <task_id> [--json]`: the task object, with the final response only as a short
+ * preview, the model, effort and budget it was given and what it used.
+ */
 import type { BridgeClient } from "../../../shared/bridge-protocol/client.ts";
 import type { TaskObjectResult as Task } from "../../../shared/bridge-protocol/results.ts";
 import { cutUtf8 } from "../../../shared/utf8.ts";
 import { paint, printJson, printLine, table } from "../output.ts";
 import { getTask, status } from "./bridge-calls.ts";
+import { choicesSummary, usageSummary } from "./usage.ts";
 
 /** How much of a final response `show` prints; the whole text is the MCP client's to read. */
 const PREVIEW_BYTES = 1024;
@@ -68,6 +72,8 @@ export async function show(client: BridgeClient, taskId: string, json: boolean):
     ["runtime", task.runtime],
     ["workdir", `${task.workdir_alias} (slot ${task.workdir_slot}), start directory ${task.relative_cwd === "" ? "." : task.relative_cwd}`],
     ["profile", task.profile],
+    ["model", choicesSummary(task)],
+    ["usage", usageSummary(task.usage)],
     ["created", task.created_at],
     ["started", task.started_at],
     ["updated", task.updated_at],
