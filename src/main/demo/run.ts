@@ -10,9 +10,8 @@ import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { type CallToolResult, Client } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { paint, writeStdout } from "../operator/output.ts";
 import { selfCommand } from "../self-command.ts";
 
@@ -158,7 +157,7 @@ export async function runDemo(): Promise<number> {
     client = new Client({ name: "serverfs-demo", version: "1.0.0" });
     await raced(client.connect(new StdioClientTransport({ command: cmd!, args, stderr: "ignore" })));
     const c = client;
-    const call = (name: string, a: Record<string, unknown> = {}) => c.callTool({ name, arguments: a }) as Promise<CallToolResult>;
+    const call = (name: string, a: Record<string, unknown> = {}) => c.callTool({ name, arguments: a });
 
     const waitFor = async (taskId: string, until: (t: Record<string, unknown>) => boolean) => {
       const deadline = Date.now() + 20_000;

@@ -8,7 +8,7 @@
 import { timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { NodeStreamableHTTPServerTransport } from "@modelcontextprotocol/node";
 import { ConfigError, expandHome } from "../../shared/config/load.ts";
 import { UsageError } from "../args.ts";
 import { type HttpSession, HttpSessions } from "./http-sessions.ts";
@@ -110,7 +110,7 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
   const origins = new Set(httpConfig.allowed_origins);
   const bodyLimit = incomingMessageLimit(rt.deps.config);
   const ending = new AbortController();
-  const sessions = new HttpSessions<StreamableHTTPServerTransport>(http_max_sessions, http_session_idle_seconds * 1000, (reason) =>
+  const sessions = new HttpSessions<NodeStreamableHTTPServerTransport>(http_max_sessions, http_session_idle_seconds * 1000, (reason) =>
     rt.deps.audit.info("http_session_closed", { reason, sessions: sessions.size }),
   );
   let allowedHosts = new Set<string>();
@@ -137,9 +137,9 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
     if (req.method === "DELETE") return reply(res, 400, "missing session");
     const room = sessions.makeRoom();
     if (!room) return reply(res, 503, "too many sessions", { "retry-after": "1" });
-    let session: HttpSession<StreamableHTTPServerTransport> | undefined;
+    let session: HttpSession<NodeStreamableHTTPServerTransport> | undefined;
     const server = createMcpServer({ ...rt, signal: ending.signal });
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+    const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
       sessionIdGenerator: () => crypto.randomUUID(),
       maxRequestBodySize: bodyLimit,
       onsessioninitialized: (id) => {

@@ -4,15 +4,7 @@
  * `INVALID_ARGUMENT`, `listChanged` is false, and resource errors carry `CODE: message` verbatim.
  * With the Bridge it also serves MCP Tasks (docs/mcp-tasks.md, `tasks/`).
  */
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import {
-  CallToolRequestSchema,
-  ErrorCode as JsonRpcCode,
-  ListResourcesRequestSchema,
-  ListResourceTemplatesRequestSchema,
-  ListToolsRequestSchema,
-  ReadResourceRequestSchema,
-} from "@modelcontextprotocol/sdk/types.js";
+import { ProtocolErrorCode } from "@modelcontextprotocol/server";
 import * as v from "valibot";
 import type { AuditFields } from "../../shared/audit.ts";
 import { RelayedError, ServerFsError } from "../../shared/errors.ts";
@@ -22,6 +14,7 @@ import { elicitPending } from "./agent/elicitation/elicit-pending.ts";
 import { askerFor, type ClientSession } from "./client-session.ts";
 import type { McpDeps } from "./deps.ts";
 import { serverInstructions } from "./instructions.ts";
+import { LegacyWireServer } from "./legacy-wire-server.ts";
 import { RESOURCE_TEMPLATE, readResource } from "./resource.ts";
 import { McpTasks, TASKS_CAPABILITY } from "./tasks/mcp-tasks.ts";
 import type { ToolOutcome } from "./tasks/tool-outcome.ts";
@@ -37,11 +30,14 @@ export interface McpServerOptions {
   signal: AbortSignal;
 }
 
+const ListToolsParams = v.looseObject({ cursor: v.optional(v.string()) });
+const CallToolParams = v.looseObject({ name: v.string(), arguments: v.optional(v.record(v.string(), v.unknown())), task: v.optional(v.unknown()) });
+
 function errorResult(e: ServerFsError) {
   return { isError: true, content: [{ type: "text", text: e.toText() }] };
 }
 
-export function createMcpServer(opts: McpServerOptions): Server {
+export function createMcpServer(opts: McpServerOptions): LegacyWireServer {
   const { deps, tools } = opts;
   const byName = new Map(tools.map((t) => [t.name, t]));
   // Built at the first tools/list, not at start: the JSON Schemas cost milliseconds that
@@ -68,8 +64,8 @@ export function createMcpServer(opts: McpServerOptions): Server {
           deps,
           finalResult: async (taskId) => (await callTool(getAgentTask, { task_id: taskId }, deps, { signal: opts.signal, session, ask: null })).result,
           // a pending request seen while tasks/result waits is asked as a form on that call's stream (docs/elicitation.md)
-          onPendingRequest: async (task, extra) => {
-            const ask = askerFor(server, deps.config.server.elicitation, extra, opts.signal);
+          onPendingRequest: async (task, ctx) => {
+            const ask = askerFor(server, deps.config.server.elicitation, ctx, opts.signal);
             const call: ToolCall = { audit: { tool: "tasks/result" }, signal: opts.signal, session, ask };
             await elicitPending({ ...deps, bridge }, call, task.task_id, task as unknown as Record<string, unknown>);
           },
@@ -77,7 +73,7 @@ export function createMcpServer(opts: McpServerOptions): Server {
         })
       : null;
 
-  const server = new Server(
+  const server = new LegacyWireServer(
     { name: "ServerFS", version: VERSION },
     {
       capabilities: {
@@ -86,25 +82,27 @@ export function createMcpServer(opts: McpServerOptions): Server {
         ...(tasks ? { tasks: TASKS_CAPABILITY } : {}),
       },
       instructions: serverInstructions(opts.agentTools),
-      ...(tasks ? { taskStore: tasks.store } : {}),
     },
   );
 
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listTools() }));
+  // Both with valibot's schemas of their params: the tool list is JSON Schema made by
+  // @valibot/to-json-schema, and a task-augmented call answers a CreateTaskResult, neither of which
+  // the SDK's typed handlers take.
+  server.setRequestHandler("tools/list", { params: ListToolsParams }, async () => ({ tools: listTools() }));
 
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-    const tool = byName.get(request.params.name);
-    if (!tool) throw Object.assign(new Error(`Unknown tool: ${request.params.name}`), { code: JsonRpcCode.InvalidParams });
-    const ask = askerFor(server, deps.config.server.elicitation, extra, opts.signal);
-    const run = () => callTool(tool, request.params.arguments, deps, { signal: opts.signal, session, ask });
-    if (tasks && request.params.task !== undefined) return tasks.call(tool, run);
+  server.setRequestHandler("tools/call", { params: CallToolParams }, async (params, ctx) => {
+    const tool = byName.get(params.name);
+    if (!tool) throw Object.assign(new Error(`Unknown tool: ${params.name}`), { code: ProtocolErrorCode.InvalidParams });
+    const ask = askerFor(server, deps.config.server.elicitation, ctx, opts.signal);
+    const run = () => callTool(tool, params.arguments, deps, { signal: opts.signal, session, ask });
+    if (tasks && params.task !== undefined) return tasks.call(tool, run);
     return (await run()).result;
   });
   tasks?.serve(server);
 
-  server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: [] }));
-  server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({ resourceTemplates: [RESOURCE_TEMPLATE] }));
-  server.setRequestHandler(ReadResourceRequestSchema, async (request) => readResource(deps, request.params.uri, opts.signal));
+  server.setRequestHandler("resources/list", async () => ({ resources: [] }));
+  server.setRequestHandler("resources/templates/list", async () => ({ resourceTemplates: [RESOURCE_TEMPLATE] }));
+  server.setRequestHandler("resources/read", async (request, ctx) => server.keepingNotFound(ctx, () => readResource(deps, request.params.uri, opts.signal)));
 
   return server;
 }

@@ -3,7 +3,7 @@
  * alone keeps running after stdin closes, so EOF, a broken stdout and SIGINT/SIGTERM all end the
  * process here at once: nothing pending may keep it alive, and no abandoned call answers.
  */
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { StdioServerTransport } from "@modelcontextprotocol/server/stdio";
 import { oversizedAnswer } from "./oversized-message.ts";
 import { createMcpServer } from "./server.ts";
 import { auditStartup, type McpRuntime } from "./startup.ts";
