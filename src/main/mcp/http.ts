@@ -142,6 +142,8 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
     const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
       sessionIdGenerator: () => crypto.randomUUID(),
       maxRequestBodySize: bodyLimit,
+      // the v2 line's SSE keep-alive comments are new bytes on the 2025 wire (docs/decisions.md#mcp-sdk)
+      keepAliveMs: 0,
       onsessioninitialized: (id) => {
         room();
         session = sessions.add(id, transport, () => server.close());
