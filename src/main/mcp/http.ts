@@ -138,7 +138,7 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
     const room = sessions.makeRoom();
     if (!room) return reply(res, 503, "too many sessions", { "retry-after": "1" });
     let session: HttpSession<NodeStreamableHTTPServerTransport> | undefined;
-    const server = createMcpServer({ ...rt, signal: ending.signal });
+    const server = createMcpServer({ ...rt, signal: ending.signal, era: "legacy" });
     const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
       sessionIdGenerator: () => crypto.randomUUID(),
       maxRequestBodySize: bodyLimit,

@@ -28,6 +28,11 @@ export interface McpServerOptions {
   bridge: BridgeCaller | null;
   /** Aborted when the process is going away; long calls stop early. */
   signal: AbortSignal;
+  /**
+   * The protocol era this server serves (docs/protocol.md): `legacy` is revision 2025-11-25 and its
+   * predecessors, one server per session; `modern` is 2026-07-28, which has no 2025-11-25 tasks.
+   */
+  era: "legacy" | "modern";
 }
 
 const ListToolsParams = v.looseObject({ cursor: v.optional(v.string()) });
@@ -54,11 +59,12 @@ export function createMcpServer(opts: McpServerOptions): LegacyWireServer {
       ...(t.taskSupport ? { execution: { taskSupport: t.taskSupport } } : {}),
     })));
   // One server serves one MCP session (stdio, or one Streamable HTTP session), so this is that session's.
+  // A 2026-07-28 connection has no initialize, so no client capabilities: `askerFor` asks it nothing.
   const session: ClientSession = { submitted: new Set() };
   const getAgentTask = byName.get("get_agent_task");
   const bridge = opts.bridge;
   const tasks =
-    bridge && getAgentTask
+    bridge && getAgentTask && opts.era === "legacy"
       ? new McpTasks({
           bridge,
           deps,
