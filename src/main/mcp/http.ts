@@ -4,11 +4,16 @@
  * (401); only then does it reach the session's SDK transport. Rejection bodies are fixed phrases
  * that echo nothing. Off loopback a bearer token is required; sessions are capped and expire when
  * idle (http-sessions.ts).
+ *
+ * With revision 2026-07-28 served (`[server] protocol_revisions`, docs/protocol.md), a request whose
+ * `MCP-Protocol-Version` header names a revision after the 2025 era goes to the SDK's per-request
+ * entry instead: no session, one server per request, the header checks and their errors the SDK's.
  */
 import { timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { NodeStreamableHTTPServerTransport } from "@modelcontextprotocol/node";
+import { NodeStreamableHTTPServerTransport, toNodeHandler } from "@modelcontextprotocol/node";
+import { createMcpHandler, SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/server";
 import { ConfigError, expandHome } from "../../shared/config/load.ts";
 import { UsageError } from "../args.ts";
 import { type HttpSession, HttpSessions } from "./http-sessions.ts";
@@ -114,6 +119,12 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
     rt.deps.audit.info("http_session_closed", { reason, sessions: sessions.size }),
   );
   let allowedHosts = new Set<string>();
+  const modern = rt.deps.config.server.protocol_revisions.includes("2026-07-28")
+    ? toNodeHandler(
+        createMcpHandler(() => createMcpServer({ ...rt, signal: ending.signal, era: "modern" }), { legacy: "reject", maxRequestBodySize: bodyLimit }),
+        { maxRequestBodySize: bodyLimit },
+      )
+    : null;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const host = header(req, "host")?.toLowerCase();
@@ -125,6 +136,8 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
     }
     if (new URL(req.url ?? "/", "http://localhost").pathname !== "/mcp") return reply(res, 404, "not found");
     if (req.method !== "POST" && req.method !== "DELETE") return reply(res, 405, "method not allowed", { allow: "POST, DELETE" });
+    const version = header(req, "mcp-protocol-version");
+    if (modern && version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) return modern(req, res);
 
     const sessionId = header(req, "mcp-session-id");
     if (sessionId !== undefined) {

@@ -42,14 +42,16 @@ function errorResult(e: ServerFsError) {
   return { isError: true, content: [{ type: "text", text: e.toText() }] };
 }
 
-export function createMcpServer(opts: McpServerOptions): LegacyWireServer {
-  const { deps, tools } = opts;
-  const byName = new Map(tools.map((t) => [t.name, t]));
-  // Built at the first tools/list, not at start: the JSON Schemas cost milliseconds that
-  // `initialize` need not wait for (docs/performance.md, cold start).
-  let listing: unknown[] | undefined;
-  const listTools = () =>
-    (listing ??= tools.map((t) => ({
+/**
+ * The tool list of `tools`, built at its first tools/list, not at start: the JSON Schemas cost
+ * milliseconds that `initialize` need not wait for (docs/performance.md, cold start). Kept per tool
+ * set, not per server, since a 2026-07-28 HTTP request builds a server of its own.
+ */
+const listings = new WeakMap<ToolDef[], unknown[]>();
+function listingOf(tools: ToolDef[]): unknown[] {
+  let listing = listings.get(tools);
+  if (listing === undefined) {
+    listing = tools.map((t) => ({
       name: t.name,
       title: t.title,
       description: t.description,
@@ -57,7 +59,15 @@ export function createMcpServer(opts: McpServerOptions): LegacyWireServer {
       outputSchema: jsonSchemaOf(t.output),
       annotations: { title: t.title, ...t.annotations },
       ...(t.taskSupport ? { execution: { taskSupport: t.taskSupport } } : {}),
-    })));
+    }));
+    listings.set(tools, listing);
+  }
+  return listing;
+}
+
+export function createMcpServer(opts: McpServerOptions): LegacyWireServer {
+  const { deps, tools } = opts;
+  const byName = new Map(tools.map((t) => [t.name, t]));
   // One server serves one MCP session (stdio, or one Streamable HTTP session), so this is that session's.
   // A 2026-07-28 connection has no initialize, so no client capabilities: `askerFor` asks it nothing.
   const session: ClientSession = { submitted: new Set() };
@@ -94,7 +104,7 @@ export function createMcpServer(opts: McpServerOptions): LegacyWireServer {
   // Both with valibot's schemas of their params: the tool list is JSON Schema made by
   // @valibot/to-json-schema, and a task-augmented call answers a CreateTaskResult, neither of which
   // the SDK's typed handlers take.
-  server.setRequestHandler("tools/list", { params: ListToolsParams }, async () => ({ tools: listTools() }));
+  server.setRequestHandler("tools/list", { params: ListToolsParams }, async () => ({ tools: listingOf(tools) }));
 
   server.setRequestHandler("tools/call", { params: CallToolParams }, async (params, ctx) => {
     const tool = byName.get(params.name);
