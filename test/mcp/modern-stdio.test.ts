@@ -68,6 +68,7 @@ describe("a 2026-07-28 client on stdio", () => {
       { jsonrpc: "2.0", id: 4, method: "tools/list", params: {} },
       request(5, "ping"),
       request(6, "tasks/list"),
+      { jsonrpc: "2.0", id: 7, method: "tools/list", params: { _meta: { ...META, "io.modelcontextprotocol/protocolVersion": "2099-01-01" } } },
     ]);
   });
 
@@ -96,6 +97,10 @@ describe("a 2026-07-28 client on stdio", () => {
     expect((byId.get(4)!["error"] as Json)["code"]).toBe(-32602);
     expect(byId.get(5)!["error"]).toEqual({ code: -32601, message: "Method not found" });
     expect(byId.get(6)!["error"]).toEqual({ code: -32601, message: "Method not found" });
+  });
+
+  test("a request naming a revision not served is -32022, though the connection opened at 2026-07-28", () => {
+    expect(byId.get(7)!["error"]).toMatchObject({ code: -32022, data: { supported: ["2026-07-28"], requested: "2099-01-01" } });
   });
 
   test("the SDK's v2 client pinned to 2026-07-28 lists and calls the tools", async () => {

@@ -8,7 +8,7 @@ import { ServerFsError } from "../../shared/errors.ts";
 import { decodeStrict } from "../../shared/utf8.ts";
 import { type McpDeps, requireWorkspace } from "./deps.ts";
 import { readTextPage } from "./fs/text-page.ts";
-import { RESOURCE_NOT_FOUND } from "./legacy-wire-server.ts";
+import { RESOURCE_NOT_FOUND } from "./wire-server.ts";
 
 export const RESOURCE_TEMPLATE = {
   uriTemplate: "serverfs://{workdir}/{path}",

@@ -14,11 +14,11 @@ import { elicitPending } from "./agent/elicitation/elicit-pending.ts";
 import { askerFor, type ClientSession } from "./client-session.ts";
 import type { McpDeps } from "./deps.ts";
 import { serverInstructions } from "./instructions.ts";
-import { LegacyWireServer } from "./legacy-wire-server.ts";
 import { RESOURCE_TEMPLATE, readResource } from "./resource.ts";
 import { McpTasks, TASKS_CAPABILITY } from "./tasks/mcp-tasks.ts";
 import type { ToolOutcome } from "./tasks/tool-outcome.ts";
 import { bulkLast, describeArgumentIssue, dropNulls, jsonSchemaOf, type ToolCall, type ToolDef, WithContent } from "./tool.ts";
+import { WireServer } from "./wire-server.ts";
 
 export interface McpServerOptions {
   deps: McpDeps;
@@ -65,7 +65,7 @@ function listingOf(tools: ToolDef[]): unknown[] {
   return listing;
 }
 
-export function createMcpServer(opts: McpServerOptions): LegacyWireServer {
+export function createMcpServer(opts: McpServerOptions): WireServer {
   const { deps, tools } = opts;
   const byName = new Map(tools.map((t) => [t.name, t]));
   // One server serves one MCP session (stdio, or one Streamable HTTP session), so this is that session's.
@@ -89,7 +89,7 @@ export function createMcpServer(opts: McpServerOptions): LegacyWireServer {
         })
       : null;
 
-  const server = new LegacyWireServer(
+  const server = new WireServer(
     { name: "ServerFS", version: VERSION },
     {
       capabilities: {
