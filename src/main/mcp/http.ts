@@ -5,10 +5,15 @@
  * (401); only then does it reach the session's SDK transport. Rejection bodies are fixed phrases
  * that echo nothing. Off loopback a bearer token is required; sessions are capped and expire when
  * idle (http-sessions.ts).
+ *
+ * With revision 2026-07-28 served (`[server] protocol_revisions`, docs/protocol.md), a request whose
+ * `MCP-Protocol-Version` header names a revision after the 2025 era goes to the SDK's per-request
+ * entry instead: no session, one server per request, the header checks and their errors the SDK's.
  */
 import { timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { NodeStreamableHTTPServerTransport, toNodeHandler } from "@modelcontextprotocol/node";
+import { createMcpHandler, SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/server";
 import { ConfigError, expandHome } from "../../shared/config/load.ts";
 import { isOwnerOnly, octal, ownUid, PRIVATE_FILE } from "../../shared/fs/modes.ts";
 import { type RegularFile, readRegularFile } from "../../shared/fs/regular-file.ts";
@@ -147,10 +152,16 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
   const origins = new Set(httpConfig.allowed_origins);
   const bodyLimit = incomingMessageLimit(rt.deps.config);
   const ending = new AbortController();
-  const sessions = new HttpSessions<StreamableHTTPServerTransport>(http_max_sessions, http_session_idle_seconds * 1000, (reason) =>
+  const sessions = new HttpSessions<NodeStreamableHTTPServerTransport>(http_max_sessions, http_session_idle_seconds * 1000, (reason) =>
     rt.deps.audit.info("http_session_closed", { reason, sessions: sessions.size }),
   );
   let allowedHosts = new Set<string>();
+  const modern = rt.deps.config.server.protocol_revisions.includes("2026-07-28")
+    ? toNodeHandler(
+        createMcpHandler(() => createMcpServer({ ...rt, signal: ending.signal, era: "modern" }), { legacy: "reject", maxRequestBodySize: bodyLimit }),
+        { maxRequestBodySize: bodyLimit },
+      )
+    : null;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (repeatsGateHeader(req)) return reply(res, 400, "ambiguous request");
@@ -163,6 +174,8 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
     }
     if (new URL(req.url ?? "/", "http://localhost").pathname !== "/mcp") return reply(res, 404, "not found");
     if (req.method !== "POST" && req.method !== "DELETE") return reply(res, 405, "method not allowed", { allow: "POST, DELETE" });
+    const version = header(req, "mcp-protocol-version");
+    if (modern && version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) return modern(req, res);
 
     const sessionId = header(req, "mcp-session-id");
     if (sessionId !== undefined) {
@@ -175,11 +188,13 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
     if (req.method === "DELETE") return reply(res, 400, "missing session");
     const room = sessions.makeRoom();
     if (!room) return reply(res, 503, "too many sessions", { "retry-after": "1" });
-    let session: HttpSession<StreamableHTTPServerTransport> | undefined;
-    const server = createMcpServer({ ...rt, signal: ending.signal });
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+    let session: HttpSession<NodeStreamableHTTPServerTransport> | undefined;
+    const server = createMcpServer({ ...rt, signal: ending.signal, era: "legacy" });
+    const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
       sessionIdGenerator: () => crypto.randomUUID(),
       maxRequestBodySize: bodyLimit,
+      // the v2 line's SSE keep-alive comments are new bytes on the 2025 wire (docs/decisions.md#mcp-sdk)
+      keepAliveMs: 0,
       onsessioninitialized: (id) => {
         room();
         session = sessions.add(id, transport, () => server.close());

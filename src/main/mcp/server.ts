@@ -4,15 +4,7 @@
  * `INVALID_ARGUMENT`, `listChanged` is false, and resource errors carry `CODE: message` verbatim.
  * With the Bridge it also serves MCP Tasks (docs/mcp-tasks.md, `tasks/`).
  */
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import {
-  CallToolRequestSchema,
-  ErrorCode as JsonRpcCode,
-  ListResourcesRequestSchema,
-  ListResourceTemplatesRequestSchema,
-  ListToolsRequestSchema,
-  ReadResourceRequestSchema,
-} from "@modelcontextprotocol/sdk/types.js";
+import { ProtocolErrorCode } from "@modelcontextprotocol/server";
 import * as v from "valibot";
 import type { AuditFields } from "../../shared/audit.ts";
 import { errorTrace } from "../../shared/error-trace.ts";
@@ -27,6 +19,7 @@ import { RESOURCE_TEMPLATE, readResource } from "./resource.ts";
 import { McpTasks, TASKS_CAPABILITY } from "./tasks/mcp-tasks.ts";
 import type { ToolOutcome } from "./tasks/tool-outcome.ts";
 import { bulkLast, describeArgumentIssue, dropNulls, jsonSchemaOf, type ToolCall, type ToolDef, WithContent } from "./tool.ts";
+import { WireServer } from "./wire-server.ts";
 
 export interface McpServerOptions {
   deps: McpDeps;
@@ -36,20 +29,30 @@ export interface McpServerOptions {
   bridge: BridgeCaller | null;
   /** Aborted when the process is going away; long calls stop early. */
   signal: AbortSignal;
+  /**
+   * The protocol era this server serves (docs/protocol.md): `legacy` is revision 2025-11-25 and its
+   * predecessors, one server per session; `modern` is 2026-07-28, which has no 2025-11-25 tasks.
+   */
+  era: "legacy" | "modern";
 }
+
+const ListToolsParams = v.looseObject({ cursor: v.optional(v.string()) });
+const CallToolParams = v.looseObject({ name: v.string(), arguments: v.optional(v.record(v.string(), v.unknown())), task: v.optional(v.unknown()) });
 
 function errorResult(e: ServerFsError) {
   return { isError: true, content: [{ type: "text", text: e.toText() }] };
 }
 
-export function createMcpServer(opts: McpServerOptions): Server {
-  const { deps, tools } = opts;
-  const byName = new Map(tools.map((t) => [t.name, t]));
-  // Built at the first tools/list, not at start: the JSON Schemas cost milliseconds that
-  // `initialize` need not wait for (docs/performance.md, cold start).
-  let listing: unknown[] | undefined;
-  const listTools = () =>
-    (listing ??= tools.map((t) => ({
+/**
+ * The tool list of `tools`, built at its first tools/list, not at start: the JSON Schemas cost
+ * milliseconds that `initialize` need not wait for (docs/performance.md, cold start). Kept per tool
+ * set, not per server, since a 2026-07-28 HTTP request builds a server of its own.
+ */
+const listings = new WeakMap<ToolDef[], unknown[]>();
+function listingOf(tools: ToolDef[]): unknown[] {
+  let listing = listings.get(tools);
+  if (listing === undefined) {
+    listing = tools.map((t) => ({
       name: t.name,
       title: t.title,
       description: t.description,
@@ -57,20 +60,29 @@ export function createMcpServer(opts: McpServerOptions): Server {
       outputSchema: jsonSchemaOf(t.output),
       annotations: { title: t.title, ...t.annotations },
       ...(t.taskSupport ? { execution: { taskSupport: t.taskSupport } } : {}),
-    })));
+    }));
+    listings.set(tools, listing);
+  }
+  return listing;
+}
+
+export function createMcpServer(opts: McpServerOptions): WireServer {
+  const { deps, tools } = opts;
+  const byName = new Map(tools.map((t) => [t.name, t]));
   // One server serves one MCP session (stdio, or one Streamable HTTP session), so this is that session's.
+  // A 2026-07-28 connection has no initialize, so no client capabilities: `askerFor` asks it nothing.
   const session: ClientSession = { submitted: new Set() };
   const getAgentTask = byName.get("get_agent_task");
   const bridge = opts.bridge;
   const tasks =
-    bridge && getAgentTask
+    bridge && getAgentTask && opts.era === "legacy"
       ? new McpTasks({
           bridge,
           deps,
           finalResult: async (taskId) => (await callTool(getAgentTask, { task_id: taskId }, deps, { signal: opts.signal, session, ask: null })).result,
           // a pending request seen while tasks/result waits is asked as a form on that call's stream (docs/elicitation.md)
-          onPendingRequest: async (task, extra) => {
-            const ask = askerFor(server, deps.config.server.elicitation, extra, opts.signal);
+          onPendingRequest: async (task, ctx) => {
+            const ask = askerFor(server, deps.config.server.elicitation, ctx, opts.signal);
             const call: ToolCall = { audit: { tool: "tasks/result" }, signal: opts.signal, session, ask };
             await elicitPending({ ...deps, bridge }, call, task.task_id, task);
           },
@@ -78,7 +90,7 @@ export function createMcpServer(opts: McpServerOptions): Server {
         })
       : null;
 
-  const server = new Server(
+  const server = new WireServer(
     { name: "ServerFS", version: VERSION },
     {
       capabilities: {
@@ -87,25 +99,27 @@ export function createMcpServer(opts: McpServerOptions): Server {
         ...(tasks ? { tasks: TASKS_CAPABILITY } : {}),
       },
       instructions: serverInstructions(opts.agentTools),
-      ...(tasks ? { taskStore: tasks.store } : {}),
     },
   );
 
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listTools() }));
+  // Both with valibot's schemas of their params: the tool list is JSON Schema made by
+  // @valibot/to-json-schema, and a task-augmented call answers a CreateTaskResult, neither of which
+  // the SDK's typed handlers take.
+  server.setRequestHandler("tools/list", { params: ListToolsParams }, async () => ({ tools: listingOf(tools) }));
 
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-    const tool = byName.get(request.params.name);
-    if (!tool) throw Object.assign(new Error(`Unknown tool: ${request.params.name}`), { code: JsonRpcCode.InvalidParams });
-    const ask = askerFor(server, deps.config.server.elicitation, extra, opts.signal);
-    const run = () => callTool(tool, request.params.arguments, deps, { signal: opts.signal, session, ask });
-    if (tasks && request.params.task !== undefined) return tasks.call(tool, run);
+  server.setRequestHandler("tools/call", { params: CallToolParams }, async (params, ctx) => {
+    const tool = byName.get(params.name);
+    if (!tool) throw Object.assign(new Error(`Unknown tool: ${params.name}`), { code: ProtocolErrorCode.InvalidParams });
+    const ask = askerFor(server, deps.config.server.elicitation, ctx, opts.signal);
+    const run = () => callTool(tool, params.arguments, deps, { signal: opts.signal, session, ask });
+    if (tasks && params.task !== undefined) return tasks.call(tool, run);
     return (await run()).result;
   });
   tasks?.serve(server);
 
-  server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: [] }));
-  server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({ resourceTemplates: [RESOURCE_TEMPLATE] }));
-  server.setRequestHandler(ReadResourceRequestSchema, async (request) => readResource(deps, request.params.uri, opts.signal));
+  server.setRequestHandler("resources/list", async () => ({ resources: [] }));
+  server.setRequestHandler("resources/templates/list", async () => ({ resourceTemplates: [RESOURCE_TEMPLATE] }));
+  server.setRequestHandler("resources/read", async (request, ctx) => server.keepingNotFound(ctx, () => readResource(deps, request.params.uri, opts.signal)));
 
   return server;
 }

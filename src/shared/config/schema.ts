@@ -10,6 +10,8 @@ const positive = () => int(1);
 const strings = () => v.array(v.string());
 
 export const AGENT_MODES = ["disabled", "review", "workspace-write"] as const;
+/** The MCP protocol revisions `serverfs mcp` can serve (docs/protocol.md); 2025-11-25 stands for its whole era. */
+export const PROTOCOL_REVISIONS = ["2025-11-25", "2026-07-28"] as const;
 export const RUNTIME_NAMES = ["codex", "claude", "fake"] as const;
 export type AgentMode = (typeof AGENT_MODES)[number];
 /** What a task runs with: an agent mode that allows a task at all (docs/task-model.md#submission). */
@@ -101,6 +103,7 @@ const ServerSchema = v.strictObject({
   http_max_sessions: v.optional(positive(), 256),
   http_session_idle_seconds: v.optional(positive(), 900),
   elicitation: v.optional(v.boolean(), true),
+  protocol_revisions: v.optional(v.pipe(v.array(v.picklist(PROTOCOL_REVISIONS)), v.minLength(1)), ["2025-11-25"]),
 });
 
 const LifecycleSchema = v.strictObject({

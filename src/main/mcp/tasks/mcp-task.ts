@@ -3,7 +3,7 @@
  * ServerFS `task_id` itself: nothing is kept in this process, so any `serverfs mcp`, a restarted one
  * included, answers for any task the Bridge knows.
  */
-import type { Task } from "@modelcontextprotocol/sdk/types.js";
+import type { Task } from "@modelcontextprotocol/server";
 import type { Result } from "../../../shared/bridge-protocol/results.ts";
 
 export type BridgeTask = Result<"task.get">;
