@@ -56,12 +56,14 @@ export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
     example: "serverfs doctor --config ./serverfs.toml",
   },
   tasks: {
-    summary: "the Bridge's tasks, read-only: list (newest first), show one, its events, or tail (follow until it ends)",
+    summary: "the Bridge's tasks: list (newest first), show one, its events, tail (follow until it ends); approve, deny, answer or cancel",
     usage: [
       "tasks list [--status S] [--limit N] [--json]",
       "tasks show ID [--json]",
       "tasks events ID [--after N] [--limit N] [--json]",
       "tasks tail ID [--after N] [--json]",
+      "tasks approve ID [--session] [--json] | tasks deny ID [--json]",
+      "tasks answer ID QUESTION_ID=OPTION_ID… [--json] | tasks cancel ID [--json]",
     ],
     flags: {
       ...CONFIG,
@@ -69,8 +71,10 @@ export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
       "--status": { value: "S", help: "only tasks in this status (list)" },
       "--limit": { value: "N", help: `at most N rows (list: 1..${LIMITS.max_task_page}; events: 1..${LIMITS.max_event_page})` },
       "--after": { value: "N", help: "start after this event id (events, tail)" },
+      "--session": { help: "approve for the rest of the task's session, not just this once (approve)" },
     },
-    maxWords: 2,
+    // answer takes one QUESTION_ID=OPTION_ID word per chosen option after the task id
+    maxWords: 34,
     example: "serverfs tasks tail 01J9Z8X5T2M4N6P8Q0R2S4T6V8",
   },
   recovery: {

@@ -18,7 +18,7 @@ export function bridgeHandlers(service: TaskService): MethodTable {
     "task.approval.respond": (p) => service.respondApproval(p),
     "task.question.answer": (p) => service.answerQuestion(p),
     "task.message.send": (p) => service.sendMessage(p),
-    "task.cancel": (p) => service.cancel(p.task_id),
+    "task.cancel": (p) => service.cancel(p),
     "task.list": (p) => service.list(p),
     "recovery.list": () => service.recoveryList(),
     "recovery.clear": (p) => service.recoveryClear(p),

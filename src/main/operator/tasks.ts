@@ -21,6 +21,7 @@ import { isTerminal, TASK_STATUSES } from "../../shared/store/task-states.ts";
 import { cutUtf8 } from "../../shared/utf8.ts";
 import { booleanFlag, intFlag, type ParsedArgs, stringFlag, UsageError } from "../args.ts";
 import { EventsResult, TaskResult } from "../mcp/agent/schemas.ts";
+import { DECISION_SUBCOMMANDS, isDecisionSubcommand, runDecision } from "./decisions.ts";
 import { paint, printJson, printJsonLine, printLine, runCommand, type Style, table, writeStdout } from "./output.ts";
 
 type Task = v.InferOutput<typeof TaskResult>;
@@ -50,10 +51,12 @@ const status = (s: string) => {
   return style ? paint(style, s) : s;
 };
 
-const TASKS_SUBCOMMANDS = ["list", "show", "events", "tail"];
+const TASKS_SUBCOMMANDS = ["list", "show", "events", "tail", ...DECISION_SUBCOMMANDS];
 
 export async function runTasks(args: ParsedArgs, configPath: string | undefined): Promise<number> {
   const [, sub, taskId, ...extra] = args.command;
+  if (isDecisionSubcommand(sub)) return runDecision(sub, args, configPath);
+  if (booleanFlag(args, "--session")) throw new UsageError("--session goes with tasks approve only", "tasks");
   if (extra.length > 0) throw new UsageError("tasks takes at most one task id", "tasks");
   const json = booleanFlag(args, "--json");
   const wantsId = sub === "show" || sub === "events" || sub === "tail";
@@ -61,7 +64,9 @@ export async function runTasks(args: ParsedArgs, configPath: string | undefined)
   if (wantsId && taskId === undefined) throw new UsageError(`tasks ${sub} needs a task id`, "tasks");
   if (!wantsId && sub !== "list")
     throw new UsageError(
-      sub === undefined ? "tasks needs list, show, events or tail" : `unknown tasks command ${sub}${suggestion(sub, TASKS_SUBCOMMANDS)}`,
+      sub === undefined
+        ? "tasks needs list, show, events, tail, approve, deny, answer or cancel"
+        : `unknown tasks command ${sub}${suggestion(sub, TASKS_SUBCOMMANDS)}`,
       "tasks",
     );
 

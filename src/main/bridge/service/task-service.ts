@@ -91,8 +91,8 @@ export class TaskService {
     this.ctx.requireState();
     return sendMessage(this.ctx, p);
   }
-  cancel(taskId: string) {
-    return cancelTask(this.ctx, taskId);
+  cancel(p: Params<"task.cancel">) {
+    return cancelTask(this.ctx, p.task_id, p.actor);
   }
   recoveryList() {
     return recoveryList(this.ctx);
