@@ -89,6 +89,13 @@ export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
     maxWords: 1,
     example: "serverfs recovery clear --slot 3 --confirm",
   },
+  console: {
+    summary: "serve the operator's web console on loopback: tasks, approvals, questions, workdirs, health",
+    usage: ["console [--listen HOST:PORT] [--config F]"],
+    flags: { ...CONFIG, "--listen": { value: "HOST:PORT", help: "where to serve it, a loopback address (default 127.0.0.1:8377; port 0: any free port)" } },
+    maxWords: 0,
+    example: "serverfs console --listen 127.0.0.1:0",
+  },
   init: {
     summary: "write a starter config for these directories, check it, and print each MCP host's setup",
     usage: ["init [DIR…] [--write] [--force] [--config F]"],

@@ -144,6 +144,12 @@ const ClaudeSchema = v.strictObject({
   event_idle_timeout_seconds: v.optional(int(0), 0),
 });
 
+/** `serverfs console` (docs/console.md): "" means a fresh token per start / no separate metrics token. */
+const ConsoleSchema = v.strictObject({
+  token_file: v.optional(v.string(), ""),
+  metrics_token_file: v.optional(v.string(), ""),
+});
+
 export const ConfigFileSchema = v.strictObject({
   server: v.optional(ServerSchema, {}),
   defaults: v.optional(DefaultsSchema, {}),
@@ -151,6 +157,7 @@ export const ConfigFileSchema = v.strictObject({
   workdirs: v.optional(v.pipe(v.array(WorkdirSchema), v.maxLength(16, "at most 16 workdirs")), []),
   bridge: v.optional(BridgeSchema, {}),
   runtimes: v.optional(v.strictObject({ codex: v.optional(CodexSchema, {}), claude: v.optional(ClaudeSchema, {}) }), {}),
+  console: v.optional(ConsoleSchema, {}),
 });
 
 export type ConfigFile = v.InferOutput<typeof ConfigFileSchema>;
