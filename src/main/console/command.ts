@@ -9,6 +9,7 @@ import { type ParsedArgs, stringFlag, UsageError } from "../args.ts";
 import { isLoopback, parseListen } from "../http-gate.ts";
 import { printLine } from "../operator/output.ts";
 import { ConsoleApi } from "./api.ts";
+import { consoleMetrics } from "./metrics.ts";
 import { loadSecrets } from "./secrets.ts";
 import { startConsoleServer } from "./server.ts";
 
@@ -22,7 +23,7 @@ export async function runConsole(args: ParsedArgs, configPath: string | undefine
   const config = loadConfig({ role: "operator", configPath });
   const secrets = loadSecrets(config);
   const client = BridgeClient.fromConfig(config);
-  const server = await startConsoleServer(address, { api: new ConsoleApi(client, config), secrets });
+  const server = await startConsoleServer(address, { api: new ConsoleApi(client, config), secrets, metrics: () => consoleMetrics(client) });
   printLine(
     secrets.fromFile
       ? `serverfs console: open ${server.origin}/?token=<the token in [console] token_file>`

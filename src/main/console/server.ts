@@ -2,7 +2,8 @@
  * The console's HTTP server (docs/console.md): loopback only. Every request passes, in order: headers a
  * gate reads at most once (400), the Host allowlist (421), the Origin allowlist — the console's own
  * origins (403) —, then the token: the access token from the cookie, `?token=` on `GET /` (which sets
- * the cookie and redirects to a clean URL), or `Authorization: Bearer` (401). A POST then needs `X-CSRF-Token` (403) and a JSON body. Every answer carries a
+ * the cookie and redirects to a clean URL), or `Authorization: Bearer`; `GET /metrics` also takes the
+ * read-only metrics token, which opens nothing else (401). A POST then needs `X-CSRF-Token` (403) and a JSON body. Every answer carries a
  * strict Content-Security-Policy (no inline script or style), `nosniff`, `no-referrer` and
  * `frame-ancestors 'none'`. Offers `startConsoleServer`.
  */
@@ -23,6 +24,8 @@ export interface ConsoleServer {
 export interface ConsoleHandlers {
   api: ConsoleApi;
   secrets: ConsoleSecrets;
+  /** `GET /metrics`: the Prometheus text exposition. */
+  metrics(): Promise<string>;
 }
 
 const SINGLE_HEADERS = new Set(["host", "origin", "authorization", "cookie", "x-csrf-token"]);
@@ -88,6 +91,15 @@ export async function startConsoleServer(address: ListenAddress, handlers: Conso
     const cookie = cookieValue(req);
     const bearer = bearerValue(req);
     const holdsToken = secretMatches(cookie, secrets.token) || secretMatches(bearer, secrets.token);
+
+    if (url.pathname === "/metrics") {
+      const metricsOk = holdsToken || (secrets.metricsToken !== null && secretMatches(bearer, secrets.metricsToken));
+      if (!metricsOk) return reply(res, 401, "unauthorized", { "www-authenticate": "Bearer" });
+      if (method !== "GET") return reply(res, 405, "method not allowed", { allow: "GET" });
+      const body = await handlers.metrics();
+      res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8", "content-length": String(Buffer.byteLength(body)) });
+      return void res.end(body);
+    }
 
     // the first URL carries the token once: it becomes the cookie, and the address bar loses it
     const given = url.searchParams.get("token");

@@ -64,6 +64,7 @@ export const METHOD_PARAMS = {
   "task.list": v.strictObject({ status: stringOrNull, limit: v.optional(integer, LIMITS.default_page), before_task_id: stringOrNull }),
   "recovery.list": v.strictObject({}),
   "recovery.clear": v.strictObject({ slot: integer, confirm: v.boolean() }),
+  "metrics.read": v.strictObject({}),
 } as const;
 
 export type Method = keyof typeof METHOD_PARAMS;

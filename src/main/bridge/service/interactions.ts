@@ -98,7 +98,9 @@ function resolve(ctx: ServiceContext, taskId: string, requestId: string, resolut
   ctx.expiries.cancel(requestId);
   // the decision is one of a fixed set; answers to questions are content and stay out of the log
   const decision = "decision" in resolution ? resolution.decision : undefined;
-  ctx.deps.audit.info("request_answered", { task_id: taskId, request_id: requestId, kind: change.request.kind, decision, actor });
+  // how long the request waited for its answer (the console's approval wait histogram)
+  const waitMs = Math.max(0, Date.now() - Date.parse(change.request.created_at));
+  ctx.deps.audit.info("request_answered", { task_id: taskId, request_id: requestId, kind: change.request.kind, decision, actor, wait_ms: waitMs });
   ctx.runs.takeInteraction(taskId, requestId)?.resolve(resolution);
   ctx.waiters.notify(taskId);
   return change.task;
