@@ -128,7 +128,8 @@ describe.skipIf(!hasChromium)("tasks and decisions", () => {
   test("cancel ends a running task", async () => {
     const id = await submitted("wait:", "running");
     await openTask(id);
-    await waitFor("the cancel button", () => exists("#cancel-task"));
+    // the button belongs to the task shown, never to one shown before
+    await waitFor("the cancel button", () => exists(`#cancel-task[data-task-id="${id}"]`));
     await page.click("#cancel-task");
     expect((await fixture.waitFor(id, isTerminalTask))["status"]).toBe("cancelled");
     await waitFor("cancelled on the page", async () => (await text("#task-status")) === "cancelled");

@@ -101,9 +101,9 @@ function openTask(id) {
   if (open.id === id) return;
   history.replaceState(null, "", `#task=${id}`);
   Object.assign(open, { id, after: 0, n: 0, generation: open.generation + 1, requestShown: null });
-  $("timeline").replaceChildren();
+  // nothing of the task shown before may stay: a button left here would act on that task
+  for (const part of ["timeline", "pending", "task-actions", "task-fields", "task-status"]) $(part).replaceChildren();
   $("decision-result").textContent = "";
-  $("pending").replaceChildren();
   $("task-panel").hidden = false;
   $("task-id").textContent = id;
   for (const row of $("tasks").tBodies[0].rows) row.classList.toggle("selected", row.dataset.taskId === id);
@@ -155,7 +155,13 @@ function renderTask(task) {
   const actions = $("task-actions");
   if (TERMINAL.has(task.status)) actions.replaceChildren();
   else if (actions.childElementCount === 0)
-    actions.append(el("button", { type: "button", class: "cancel", id: "cancel-task", onclick: () => cancelTask(task.task_id) }, "Cancel task"));
+    actions.append(
+      el(
+        "button",
+        { type: "button", class: "cancel", id: "cancel-task", "data-task-id": task.task_id, onclick: () => cancelTask(task.task_id) },
+        "Cancel task",
+      ),
+    );
   const pending = task.pending_request && task.pending_request.status === "pending" ? task.pending_request : null;
   const key = pending ? pending.request_id : null;
   if (key === open.requestShown) return;
