@@ -7,7 +7,7 @@ import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { isTerminalTask } from "../helpers/bridge.ts";
 import { type ConsoleProcess, startConsole } from "../helpers/console.ts";
-import { runCli } from "../helpers/process.ts";
+import { runCli, spawnCli } from "../helpers/process.ts";
 import { type Task, useBridge } from "../helpers/use-bridge.ts";
 
 const fixture = useBridge();
@@ -71,6 +71,36 @@ describe("access", () => {
     expect(csp).toContain("frame-ancestors 'none'");
     expect(r.headers.get("x-content-type-options")).toBe("nosniff");
     expect((await fetch(consoleProc.origin)).headers.get("content-security-policy")).toBe(csp);
+  });
+
+  test("a second console beside the first gets its own token, and SIGTERM ends it with exit 0", async () => {
+    const other = await startConsole(env.configPath);
+    expect(other.origin).not.toBe(consoleProc.origin);
+    expect((await fetch(`${other.origin}/api/tasks`, { headers: { cookie: consoleProc.cookie } })).status).toBe(401);
+    expect((await other.get("/api/tasks")).status).toBe(200);
+    expect(await other.stop()).toBe(0);
+  });
+
+  test("with [console] token_file the printed URL leaves the token out, and the file's token opens the console", async () => {
+    const tokenFile = join(env.dir.path, "stable-token");
+    writeFileSync(tokenFile, "a-stable-console-token\n");
+    chmodSync(tokenFile, 0o600);
+    const config = join(env.dir.path, "stable.toml");
+    writeFileSync(config, `${await Bun.file(env.configPath).text()}\n[console]\ntoken_file = "${tokenFile}"\n`);
+    const proc = spawnCli(["console", "--listen", "127.0.0.1:0", "--config", config]);
+    try {
+      const reader = proc.stdout.getReader();
+      let out = "";
+      while (!out.includes("\n")) out += new TextDecoder().decode((await reader.read()).value);
+      expect(out).toMatch(/^serverfs console: open http:\/\/127\.0\.0\.1:\d+\/\?token=<the token in \[console\] token_file>\n$/);
+      expect(out).not.toContain("a-stable-console-token");
+      const origin = /open (http:\/\/[^/]+)/.exec(out)![1]!;
+      const first = await fetch(`${origin}/?token=a-stable-console-token`, { redirect: "manual" });
+      expect(first.status).toBe(303);
+    } finally {
+      proc.kill("SIGTERM");
+      await proc.exited;
+    }
   });
 
   test("--listen off loopback is a usage error; a token file others may read is a configuration error", async () => {
