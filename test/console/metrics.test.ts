@@ -7,6 +7,7 @@ import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { isTerminalTask } from "../helpers/bridge.ts";
 import { type ConsoleProcess, startConsole } from "../helpers/console.ts";
+import { poll } from "../helpers/poll.ts";
 import { useBridge } from "../helpers/use-bridge.ts";
 
 const fixture = useBridge();
@@ -32,13 +33,28 @@ function value(text: string, series: string): number | undefined {
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
 }
 
+/** Scrapes until `check` holds on the text (what it counts is written as the Bridge gets there). */
+async function scrapeUntil(check: (text: string) => boolean): Promise<string> {
+  let text = "";
+  await poll(
+    async () => {
+      text = await (await consoleProc.get("/metrics")).text();
+      return check(text);
+    },
+    20_000,
+    () => `the metrics to show it; last scrape:\n${text}`,
+  );
+  return text;
+}
+
 test("counts tasks by status and runtime, pending requests, approval waits, provider starts and failures, events", async () => {
   const waiting = await fixture.submit({ prompt: "approval:make" });
   await fixture.waitFor(waiting, (t) => t["status"] === "waiting_for_approval");
   const failed = await fixture.submit({ prompt: "fail:boom" });
   await fixture.waitFor(failed, isTerminalTask);
 
-  const before = await (await consoleProc.get("/metrics")).text();
+  // the task_ended line that counts a failure comes from the run's finally path, after the status is committed
+  const before = await scrapeUntil((t) => value(t, 'serverfs_provider_failures_total{runtime="fake",error_code="AGENT_PROVIDER_ERROR"}') === 1);
   expect(before).toContain("# TYPE serverfs_tasks gauge");
   expect(value(before, 'serverfs_tasks{status="waiting_for_approval",runtime="fake"}')).toBe(1);
   expect(value(before, 'serverfs_tasks{status="failed",runtime="fake"}')).toBe(1);
@@ -55,7 +71,7 @@ test("counts tasks by status and runtime, pending requests, approval waits, prov
   const requestId = (task["pending_request"] as { request_id: string }).request_id;
   expect((await consoleProc.post(`/api/tasks/${waiting}/approval`, { request_id: requestId, decision: "approve_once" })).status).toBe(200);
   await fixture.waitFor(waiting, isTerminalTask);
-  const after = await (await consoleProc.get("/metrics")).text();
+  const after = await scrapeUntil((t) => value(t, "serverfs_approval_wait_seconds_count") === 1);
   expect(value(after, "serverfs_approval_wait_seconds_count")).toBe(1);
   expect(value(after, 'serverfs_approval_wait_seconds_bucket{le="+Inf"}')).toBe(1);
   expect(value(after, 'serverfs_approval_wait_seconds_bucket{le="86400"}')).toBe(1);

@@ -31,10 +31,14 @@ const MAX_WAIT_MS = 20_000;
 export const DecisionBody = v.strictObject({ request_id: v.string(), decision: v.string() });
 export const AnswerBody = v.strictObject({ request_id: v.string(), answers: v.array(v.unknown()) });
 
-/** A task without its final response (the list), or with a short preview of it (one task). */
+/**
+ * A task without its final response and manifest (the list; one task adds a short preview), but with
+ * the manifest's `choices` (the model it was given), where the Bridge records them.
+ */
 function listed(task: Task) {
-  const { final_response: _, manifest: __, ...rest } = task;
-  return rest;
+  const { final_response: _, manifest, ...rest } = task;
+  const choices = manifest !== null && typeof manifest["choices"] === "object" ? manifest["choices"] : null;
+  return { ...rest, choices };
 }
 
 export class ConsoleApi {

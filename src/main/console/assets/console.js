@@ -52,11 +52,25 @@ function age(iso) {
   return `${Math.floor(s / 86400)}d`;
 }
 
+// `usage` ({by_model: [{model, …}], total: {input_tokens, …, cost_usd}}) and the manifest's `choices` exist
+// on tasks of a Bridge that records them (docs/task-model.md); older tasks show neither.
 function cost(task) {
-  const usage = task.usage;
-  if (!usage || typeof usage !== "object") return "";
-  for (const key of ["cost_usd", "total_cost_usd"]) if (typeof usage[key] === "number") return `$${usage[key].toFixed(4)}`;
-  return "";
+  const total = task.usage?.total;
+  return typeof total?.cost_usd === "number" ? `$${total.cost_usd.toFixed(4)}` : "";
+}
+
+/** The models the run used, else the one it was given, else nothing. */
+function model(task) {
+  const used = Array.isArray(task.usage?.by_model) ? task.usage.by_model.map((m) => m.model).filter((m) => typeof m === "string") : [];
+  if (used.length > 0) return used.join(", ");
+  return typeof task.choices?.model === "string" ? task.choices.model : "";
+}
+
+function usageLine(task) {
+  const t = task.usage?.total;
+  if (!t || typeof t !== "object") return null;
+  const tokens = `input ${t.input_tokens ?? 0} (cached ${t.cached_input_tokens ?? 0}), output ${t.output_tokens ?? 0} (reasoning ${t.reasoning_output_tokens ?? 0}) tokens`;
+  return cost(task) === "" ? tokens : `${tokens}, ${cost(task)}`;
 }
 
 const statusSpan = (status) => el("span", { class: `status-${status}` }, status);
@@ -82,7 +96,7 @@ async function refreshTasks() {
           el("td", { class: "mono" }, t.task_id),
           el("td", {}, statusSpan(t.status)),
           el("td", {}, t.runtime),
-          el("td", {}, typeof t.model === "string" ? t.model : ""),
+          el("td", {}, model(t)),
           el("td", {}, t.relative_cwd ? `${t.workdir_alias}/${t.relative_cwd}` : t.workdir_alias),
           el("td", { title: t.created_at }, age(t.created_at)),
           el("td", {}, cost(t)),
@@ -134,16 +148,10 @@ function field(name, value) {
 
 function renderTask(task) {
   $("task-status").replaceChildren(statusSpan(task.status));
-  const usage =
-    task.usage && typeof task.usage === "object"
-      ? Object.entries(task.usage)
-          .map(([k, v]) => `${k}=${v}`)
-          .join(" ")
-      : null;
   $("task-fields").replaceChildren(
     ...field("runtime", task.runtime),
-    ...field("model", typeof task.model === "string" ? task.model : null),
-    ...field("usage", usage),
+    ...field("model", model(task)),
+    ...field("usage", usageLine(task)),
     ...field("profile", task.profile),
     ...field("workdir", `${task.workdir_alias} (slot ${task.workdir_slot}), start directory ${task.relative_cwd || "."}`),
     ...field("created", task.created_at),
