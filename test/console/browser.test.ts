@@ -150,13 +150,15 @@ describe.skipIf(!hasChromium)("tasks and decisions", () => {
     const id = await submitted("approval:make race", "waiting_for_approval");
     await openTask(id);
     await waitFor("the buttons", () => exists('#pending button[data-decision="deny"]'));
+    // the button as the person saw it: the page may redraw the request away once the other answer lands
+    const deny = (await page.$('#pending button[data-decision="deny"]'))!;
     const task = await fixture.waitFor(id, () => true);
     await call(sock, "task.approval.respond", {
       task_id: id,
       request_id: (task["pending_request"] as { request_id: string }).request_id,
       decision: "approve_once",
     });
-    await page.click('#pending button[data-decision="deny"]');
+    await deny.evaluate((b) => b.click());
     await waitFor("the refusal", async () => (await text("#decision-result")).startsWith("REQUEST_ALREADY_RESOLVED"));
     expect(await finalOf(id)).toBe("approval=approve_once");
   });
