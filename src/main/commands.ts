@@ -62,8 +62,10 @@ export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
       "tasks show ID [--json]",
       "tasks events ID [--after N] [--limit N] [--json]",
       "tasks tail ID [--after N] [--json]",
-      "tasks approve ID [--session] [--json] | tasks deny ID [--json]",
-      "tasks answer ID QUESTION_ID=OPTION_ID… [--json] | tasks cancel ID [--json]",
+      "tasks approve ID [--session] [--json]",
+      "tasks deny ID [--json]",
+      "tasks answer ID QUESTION_ID=OPTION_ID… [--json]",
+      "tasks cancel ID [--json]",
     ],
     flags: {
       ...CONFIG,
