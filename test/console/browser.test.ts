@@ -97,6 +97,8 @@ describe.skipIf(!hasChromium)("tasks and decisions", () => {
     await waitFor("the new row", () => exists(`tr[data-task-id="${id}"]`));
     expect(await page.evaluate(() => (globalThis as { __mark?: number }).__mark)).toBe(1);
     expect(await text(`tr[data-task-id="${id}"] td:nth-child(2)`)).toBe("waiting_for_approval");
+    await waitFor("the waiting count", async () => (await text("#waiting")) === "1 waiting for you");
+    expect(await page.title()).toBe("(1) ServerFS console");
     await shot("console-tasks.png", "#tasks-panel");
 
     await openTask(id);

@@ -104,6 +104,10 @@ async function refreshTasks() {
       ),
     );
     $("tasks-empty").hidden = tasks.length > 0;
+    // a tab in the background still says that someone must decide
+    const waiting = tasks.filter((t) => t.status === "waiting_for_approval" || t.status === "waiting_for_question").length;
+    $("waiting").textContent = waiting === 0 ? "" : `${waiting} waiting for you`;
+    document.title = waiting === 0 ? "ServerFS console" : `(${waiting}) ServerFS console`;
   } catch (e) {
     setConnection(false, `${e.code}: ${e.message}`);
   }
