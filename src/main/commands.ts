@@ -56,12 +56,16 @@ export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
     example: "serverfs doctor --config ./serverfs.toml",
   },
   tasks: {
-    summary: "the Bridge's tasks, read-only: list (newest first), show one, its events, or tail (follow until it ends)",
+    summary: "the Bridge's tasks: list (newest first), show one, its events, tail (follow until it ends); approve, deny, answer or cancel",
     usage: [
       "tasks list [--status S] [--limit N] [--json]",
       "tasks show ID [--json]",
       "tasks events ID [--after N] [--limit N] [--json]",
       "tasks tail ID [--after N] [--json]",
+      "tasks approve ID [--session] [--json]",
+      "tasks deny ID [--json]",
+      "tasks answer ID QUESTION_ID=OPTION_ID… [--json]",
+      "tasks cancel ID [--json]",
     ],
     flags: {
       ...CONFIG,
@@ -69,8 +73,10 @@ export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
       "--status": { value: "S", help: "only tasks in this status (list)" },
       "--limit": { value: "N", help: `at most N rows (list: 1..${LIMITS.max_task_page}; events: 1..${LIMITS.max_event_page})` },
       "--after": { value: "N", help: "start after this event id (events, tail)" },
+      "--session": { help: "approve for the rest of the task's session, not just this once (approve)" },
     },
-    maxWords: 2,
+    // answer takes one QUESTION_ID=OPTION_ID word per chosen option after the task id
+    maxWords: 34,
     example: "serverfs tasks tail 01J9Z8X5T2M4N6P8Q0R2S4T6V8",
   },
   recovery: {
@@ -84,6 +90,13 @@ export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
     },
     maxWords: 1,
     example: "serverfs recovery clear --slot 3 --confirm",
+  },
+  console: {
+    summary: "serve the operator's web console on loopback: tasks, approvals, questions, workdirs, health",
+    usage: ["console [--listen HOST:PORT] [--config F]"],
+    flags: { ...CONFIG, "--listen": { value: "HOST:PORT", help: "where to serve it, a loopback address (default 127.0.0.1:8377; port 0: any free port)" } },
+    maxWords: 0,
+    example: "serverfs console --listen 127.0.0.1:0",
   },
   init: {
     summary: "write a starter config for these directories, check it, and print each MCP host's setup",

@@ -141,6 +141,13 @@ const FORMS: Form[] = [
     },
   ],
   [
+    /^file-change:([^:]*):([\s\S]*)$/,
+    (m, _req, inbox) => async () => {
+      const d = await approve(1, "", inbox, { path: m[1]!, text: m[2]! });
+      return d === "cancel_task" ? CANCELLED : { kind: "final", text: `file_change=${d}` };
+    },
+  ],
+  [
     /^approval-twice:([\s\S]*)$/,
     (m, _req, inbox) => async () => {
       const first = await approve(1, m[1]!, inbox);
@@ -238,8 +245,8 @@ function script(req: RunRequest, inbox: Inbox): Script {
   return async () => ({ kind: "final", text: req.prompt });
 }
 
-async function approve(id: number, command: string, inbox: Inbox): Promise<Decision> {
-  await send({ type: "approval_request", id, command });
+async function approve(id: number, command: string, inbox: Inbox, fileChange?: { path: string; text: string }): Promise<Decision> {
+  await send({ type: "approval_request", id, command, ...(fileChange === undefined ? {} : { file_change: fileChange }) });
   const reply = await inbox.answer(id);
   if (reply === INTERRUPTED) return "cancel_task";
   return reply.type === "approval_response" ? reply.decision : "deny";

@@ -270,14 +270,15 @@ describe("parameter rules and the methods key sets", () => {
     "task.result.read": { params: { task_id: "t" }, optional: { offset_bytes: 1, max_bytes: 2 } },
     "task.approval.respond": {
       params: { task_id: "t", request_id: "req_x", decision: "deny" },
-      optional: { granted_permission_ids: ["a"] },
+      optional: { granted_permission_ids: ["a"], actor: "operator" },
     },
-    "task.question.answer": { params: { task_id: "t", request_id: "req_x", answers: [{ any: "shape" }] }, optional: {} },
+    "task.question.answer": { params: { task_id: "t", request_id: "req_x", answers: [{ any: "shape" }] }, optional: { actor: "operator" } },
     "task.message.send": { params: { task_id: "t", message: "m" }, optional: {} },
-    "task.cancel": { params: { task_id: "t" }, optional: {} },
+    "task.cancel": { params: { task_id: "t" }, optional: { actor: "operator" } },
     "task.list": { params: {}, optional: { status: "running", limit: 7, before_task_id: "agt_y" } },
     "recovery.list": { params: {}, optional: {} },
     "recovery.clear": { params: { slot: 3, confirm: true }, optional: {} },
+    "metrics.read": { params: {}, optional: {} },
   };
 
   test("the table covers every method of the protocol", () => {

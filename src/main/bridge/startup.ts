@@ -25,6 +25,7 @@ import type { ProviderWorker } from "../../workers/provider-worker.ts";
 import { createAdapters, type RuntimeOptions } from "../../workers/runtimes.ts";
 import { installFatalHandlers } from "../fatal-errors.ts";
 import { acquireInstanceLock, acquireLockDirLock, type InstanceLock } from "./instance-lock.ts";
+import { BridgeMetrics } from "./metrics.ts";
 import { reconcileAtStartup } from "./reconciliation.ts";
 import { startRpcServer } from "./rpc/server.ts";
 import { bridgeHandlers } from "./rpc-handlers.ts";
@@ -50,6 +51,8 @@ const defaultRuntimeOptions = (): RuntimeOptions => (isCompiled() ? { fakeComman
 
 export async function startBridge(config: Config, options: RuntimeOptions = defaultRuntimeOptions()): Promise<RunningBridge> {
   const audit = new AuditLog(config.server.log_level);
+  // before reconciliation, so the recoveries it audits are counted
+  const metrics = new BridgeMetrics(audit);
   const { stateDir, lockDir } = config.bridge;
   const sharingGid = groupSharing(config);
 
@@ -98,6 +101,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
       store,
       workspaces: new Workspaces(config),
       audit,
+      metrics,
       probes,
       provider: provider.remote,
       spool: spool.remote,

@@ -66,8 +66,13 @@ async function doctor(configPath: string | undefined): Promise<number> {
     if (!(e instanceof ConfigError)) throw e;
     return report([line("fail", "config", `configuration error: ${e.message}`)]);
   }
+  return report(await doctorChecks(config));
+}
+
+/** Every check of a loaded config, in order; also the console's health panel (docs/console.md). */
+export async function doctorChecks(config: Config): Promise<CheckLine[]> {
   const bridge = await askBridge(config);
-  return report([
+  return [
     line("ok", "config", `loaded ${config.source}`),
     ...workdirChecks(config),
     ...directoryChecks(config),
@@ -75,7 +80,7 @@ async function doctor(configPath: string | undefined): Promise<number> {
     bridgeCheck(config, bridge),
     ...guardChecks(await guardFacts(config, bridge), bridge),
     ...(await runtimeChecks(config, bridge)),
-  ]);
+  ];
 }
 
 const VERDICT_STYLE = { ok: "green", warn: "yellow", fail: "red" } as const;

@@ -161,6 +161,12 @@ const ClaudeSchema = v.strictObject({
   models: v.optional(v.pipe(modelNames(), v.minLength(1, "must name at least one model")), [...CLAUDE_DEFAULT_MODELS]),
 });
 
+/** `serverfs console` (docs/console.md): "" means a fresh token per start / no separate metrics token. */
+const ConsoleSchema = v.strictObject({
+  token_file: v.optional(v.string(), ""),
+  metrics_token_file: v.optional(v.string(), ""),
+});
+
 export const ConfigFileSchema = v.strictObject({
   server: v.optional(ServerSchema, {}),
   defaults: v.optional(DefaultsSchema, {}),
@@ -168,6 +174,7 @@ export const ConfigFileSchema = v.strictObject({
   workdirs: v.optional(v.pipe(v.array(WorkdirSchema), v.maxLength(16, "at most 16 workdirs")), []),
   bridge: v.optional(BridgeSchema, {}),
   runtimes: v.optional(v.strictObject({ codex: v.optional(CodexSchema, {}), claude: v.optional(ClaudeSchema, {}) }), {}),
+  console: v.optional(ConsoleSchema, {}),
 });
 
 export type ConfigFile = v.InferOutput<typeof ConfigFileSchema>;
