@@ -360,6 +360,28 @@ describe("docs/runtimes.md fake: the scripted runtime", () => {
     expect(existsSync(join(dir.path, "review.txt"))).toBe(false);
   });
 
+  test("gate:RELPATH:TEXT runs until the test creates RELPATH under its cwd, then completes with TEXT", async () => {
+    const r = run("gate:gates/open-1:opened");
+    let settled = false;
+    void r.outcome.then(() => (settled = true));
+    // the session line comes right before the script starts: from then on the run is held at the gate
+    await poll(() => r.natives.some((n) => n.sessionId !== undefined), 10_000, "the session line");
+    expect(settled).toBe(false);
+    dir.file("gates/open-1", "");
+    expect(finalText(await r.outcome)).toBe("opened");
+    await finish(r);
+  });
+
+  test("gate: a cancel ends a closed gate as cancelled; a path leaving the cwd fails", async () => {
+    const r = run("gate:gates/never:never");
+    await poll(() => r.natives.some((n) => n.sessionId !== undefined), 10_000, "the session line");
+    r.handle.cancel();
+    expect(await r.outcome).toEqual({ kind: "cancelled" });
+    await finish(r);
+    const { outcome } = await outcomeOf("gate:../escape:x");
+    expect(outcome).toMatchObject({ kind: "failed", code: "AGENT_PROVIDER_ERROR" });
+  });
+
   test("spawn:SECONDS leaves a grandchild sleep in the group; cancel, then terminate kills it too", async () => {
     const r = run("spawn:60");
     const pgid = r.handle.pgid!;

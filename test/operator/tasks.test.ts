@@ -3,9 +3,11 @@
  * task.events): the real CLI against one real Bridge process, over its socket.
  */
 import { beforeAll, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { bridgeEnv, call, isTerminalTask, rpc, waitForTask } from "../helpers/bridge.ts";
 import { poll } from "../helpers/poll.ts";
-import { runCli, spawnCli } from "../helpers/process.ts";
+import { collect, runCli, spawnCli } from "../helpers/process.ts";
 import { useBridge } from "../helpers/use-bridge.ts";
 import { SERVERFS_SHELL } from "../helpers/workspace.ts";
 
@@ -215,20 +217,28 @@ describe("tasks events (task.events)", () => {
 });
 
 describe("tasks tail (task.events with wait_ms)", () => {
+  /**
+   * The task runs until the tail has printed its first event: the gate (docs/runtimes.md#fake) opens
+   * only then, so the tail has to follow the run to its end, not just read it back.
+   */
   async function tailWhileRunning(...flags: string[]) {
-    const id = await submit("sleep:800:done");
+    const gate = `tail-gate-${flags.join("")}`;
+    const id = await submit(`gate:${gate}:done`);
     const proc = spawnCli(["tasks", "tail", id, "--config", env.configPath, ...flags]);
-    // the tail is running before the task ends: it has to follow, not just read back
-    const startedWhile = (await call<Task>(env.socketPath, "task.get", { task_id: id })).status;
-    const timeout = setTimeout(() => proc.kill(), 20_000);
-    const [stdout, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
-    clearTimeout(timeout);
-    return { id, stdout, code, startedWhile };
+    const out = collect(proc.stdout);
+    await poll(
+      () => out.text().includes("task.started"),
+      20_000,
+      () => `the tail's first event (it printed ${JSON.stringify(out.text())})`,
+    );
+    expect((await call<Task>(env.socketPath, "task.get", { task_id: id })).status).toBe("running");
+    writeFileSync(join(env.workspace, gate), "");
+    const [stdout, code] = await Promise.all([out.ended, proc.exited]);
+    return { id, stdout, code };
   }
 
   test("follows a running task live to its end, one line per event in order, then its final status", async () => {
-    const { id, stdout, code, startedWhile } = await tailWhileRunning();
-    expect(startedWhile).not.toBe("succeeded");
+    const { id, stdout, code } = await tailWhileRunning();
     expect(code).toBe(0);
     const [header, ...out] = lines(stdout);
     // the same columns as `tasks events`
@@ -322,7 +332,7 @@ describe("what tasks show and tail tell in each state", () => {
   }, 30_000);
 
   test("tail on a terminal shows a waiting line while nothing arrives, erased by the next line", async () => {
-    const id = await ownSubmit("sleep:1500:done");
+    const id = await ownSubmit("gate:waiting-gate:done");
     // script(1) gives the tail a real terminal
     const proc = Bun.spawn(["script", "-qec", `${SERVERFS_SHELL} tasks tail ${id} --config ${own.configPath}`, "/dev/null"], {
       env: { ...process.env, NO_COLOR: "1" },
@@ -330,11 +340,20 @@ describe("what tasks show and tail tell in each state", () => {
       stdout: "pipe",
       stderr: "pipe",
     });
-    const [out, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+    const out = collect(proc.stdout);
+    // the run is held at its gate until the tail shows that it waits; then its end is the next line
+    await poll(
+      () => out.text().includes("… waiting for events (the task is running)"),
+      20_000,
+      () => `the waiting line (the tail printed ${JSON.stringify(out.text())})`,
+    );
+    writeFileSync(join(own.workspace, "waiting-gate"), "");
+    const [text, code] = await Promise.all([out.ended, proc.exited]);
     expect(code).toBe(0);
-    expect(out).toContain("… waiting for events (the task is");
-    expect(out).toContain("\r\x1b[K");
-    expect(out).toMatch(new RegExp(`task ${id} ended succeeded after \\d+ events`));
+    const waiting = text.lastIndexOf("… waiting for events (the task is running)");
+    expect(text.indexOf("\r\x1b[K", waiting)).toBeGreaterThan(waiting);
+    expect(text.slice(waiting)).toContain("task.completed");
+    expect(text).toMatch(new RegExp(`task ${id} ended succeeded after \\d+ events`));
   }, 30_000);
 
   test("tail says where the story stops when the Bridge goes away, then exits 1", async () => {
