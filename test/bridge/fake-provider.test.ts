@@ -62,12 +62,22 @@ interface RunOptions {
 const running: RunHandle[] = [];
 
 /** A provider that exits at once may already be reaped when this runs. */
-function environOf(pid: number): string[] {
+function procFile(pid: number | "self", name: "environ" | "cmdline"): string {
   try {
-    return readFileSync(`/proc/${pid}/environ`, "latin1").split("\0");
+    return readFileSync(`/proc/${pid}/${name}`, "latin1");
   } catch {
-    return [];
+    return "";
   }
+}
+
+/**
+ * The leader's environment once it has exec'd: between fork and exec /proc shows the forked copy of
+ * this process's own (command line included), which carries no mark. The exec is the fact waited for.
+ */
+async function environAfterExec(pid: number): Promise<string[]> {
+  const ours = procFile("self", "cmdline");
+  await holdsWithin(() => procFile(pid, "cmdline") !== ours);
+  return procFile(pid, "environ").split("\0");
 }
 
 function run(prompt: string, o: RunOptions = {}): Recorded {
@@ -122,8 +132,9 @@ function run(prompt: string, o: RunOptions = {}): Recorded {
       rec.order.push("native");
       rec.natives.push(facts);
       if (facts.pgid !== undefined) {
+        // read after the exec, by which time the child has also joined its own group
+        const environ = await environAfterExec(facts.pgid);
         const stat = readProcStat(facts.pgid);
-        const environ = environOf(facts.pgid);
         rec.leaderAtRecord = stat && {
           pgrp: stat.pgrp,
           startTime: stat.startTime,
