@@ -3,8 +3,9 @@
  * task.events): the real CLI against one real Bridge process, over its socket.
  */
 import { beforeAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fakeBridge } from "../bridge/rpc-wire.ts";
 import { bridgeEnv, call, isTerminalTask, rpc, waitForTask } from "../helpers/bridge.ts";
 import { poll } from "../helpers/poll.ts";
 import { collect, runCli, spawnCli } from "../helpers/process.ts";
@@ -374,8 +375,39 @@ describe("what tasks show and tail tell in each state", () => {
     while (!(await more()));
     expect(await proc.exited).toBe(1);
     const out = lines(stdout);
-    expect(out.at(-1)).toMatch(new RegExp(`^task ${id} was (running|interrupted) when the Bridge went away \\(last event #\\d+\\)$`));
+    expect(out.at(-1), `${stdout}\n${await stderr}`).toMatch(
+      new RegExp(`^task ${id} was (running|interrupted) when the Bridge went away \\(last event #\\d+\\)$`),
+    );
     expect(await stderr).toStartWith("serverfs: AGENT_BRIDGE_UNAVAILABLE: ");
     await ownFixture.restart();
   }, 40_000);
+
+  test("a Bridge that answers BRIDGE_CLOSED (shutting down) has gone away for the tail too", async () => {
+    // A connection opened just before the Bridge closes its listener gets BRIDGE_CLOSED, a race a
+    // loaded machine wins now and then; a fake Bridge on the socket answers so every time: the task and
+    // its first event as the real Bridge gave them, then BRIDGE_CLOSED for the tail's next request.
+    const id = await ownSubmit("wait:");
+    const task = await waitForTask(own.socketPath, id, (t) => t["status"] === "running");
+    const page = await call<{ events: TaskEvent[] }>(own.socketPath, "task.events", { task_id: id });
+    await call(own.socketPath, "task.cancel", { task_id: id });
+    const closing = bridgeEnv();
+    mkdirSync(dirname(closing.socketPath), { recursive: true });
+    let eventsAsked = 0;
+    const fake = await fakeBridge(closing.socketPath, (line) => {
+      const req = JSON.parse(line) as { request_id: string; method: string };
+      const answer = (body: Record<string, unknown>) => ({ bytes: `${JSON.stringify({ request_id: req.request_id, ...body })}\n`, close: true });
+      if (req.method === "task.get") return answer({ ok: true, result: task });
+      if (req.method === "task.events" && eventsAsked++ === 0) return answer({ ok: true, result: page });
+      return answer({ ok: false, error: { code: "BRIDGE_CLOSED", message: "the Bridge is shutting down" } });
+    });
+    try {
+      const r = await runCli(["tasks", "tail", id, "--config", closing.configPath]);
+      expect(r.code, r.stderr).toBe(1);
+      expect(lines(r.stdout).at(-1), r.stderr).toBe(`task ${id} was running when the Bridge went away (last event #${page.events.length})`);
+      expect(r.stderr).toStartWith("serverfs: AGENT_BRIDGE_UNAVAILABLE: ");
+    } finally {
+      await fake.close();
+      closing.dir.remove();
+    }
+  }, 30_000);
 });
