@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { globMatcher } from "../../src/shared/path/glob.ts";
-import { LINEAR_FOR_8X, timeRatio } from "../helpers/timing.ts";
+import { cpuRatio, LINEAR_FOR_8X } from "../helpers/timing.ts";
 
 const seg = (glob: string) => globMatcher(glob, { crossSlash: false });
 const whole = (glob: string) => globMatcher(glob, { crossSlash: true });
@@ -185,16 +185,16 @@ describe("matching time is linear in the name, whatever the pattern", () => {
   const name = "a".repeat(200);
   const adversarial = [`${"*a".repeat(60)}*b`, `${"*?".repeat(60)}*b`, `${"*[a-z]".repeat(60)}*b`, `${"a*".repeat(100)}[!a]`, `*${"a?*".repeat(50)}b`];
   /**
-   * How much longer `m` takes for the name eight times as long: about 8 for a linear matcher, timed in
-   * this run so a loaded machine slows both alike (a backtracking matcher takes minutes on the short
-   * name already, and the test's timeout ends it).
+   * How much more CPU `m` takes for the name eight times as long: about 8 for a linear matcher,
+   * measured in this run (a backtracking matcher takes minutes on the short name already, and the
+   * test's timeout ends it).
    */
-  const growth = (m: (name: string) => boolean, short: string, long: string) => {
-    const batch = (s: string) => () => {
-      for (let i = 0; i < 20; i++) m(s);
-    };
-    return timeRatio(batch(long), batch(short), 5);
-  };
+  const growth = (m: (name: string) => boolean, short: string, long: string) =>
+    cpuRatio(
+      () => m(long),
+      () => m(short),
+      { rounds: 5 },
+    );
   for (const glob of adversarial) {
     test(`a 200-character name against ${glob.slice(0, 12)}… answers, and eight times the name takes at most about eight times as long`, async () => {
       for (const crossSlash of [false, true]) {
