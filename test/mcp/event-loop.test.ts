@@ -12,7 +12,7 @@ import { errorCode, type McpSession, startStdio, structured } from "../helpers/m
 import { poll } from "../helpers/poll.ts";
 import { closeWhileBusy, startRaw } from "../helpers/raw-stdio.ts";
 import { describeStall, measureStall } from "../helpers/stall.ts";
-import { timeRatio } from "../helpers/timing.ts";
+import { cpuRatio } from "../helpers/timing.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
 const HUGE_ENTRIES = 150_000;
@@ -55,9 +55,11 @@ beforeAll(async () => {
     { slot: 3, alias: "big", path: `${dir.path}/big` },
     { slot: 4, alias: "files", path: `${dir.path}/files` },
   ];
-  config = writeConfig(dir.path, { workdirs });
+  // the tests here are about the loop, not the deadline: the 48 MiB search must end on its own
+  // however loaded the machine (it took over the default 15 s under a burner on every core)
+  config = writeConfig(dir.path, { limits: { search_timeout_seconds: 300 }, workdirs });
   // a seek through all 2 GiB of scan.txt: long enough to tell an exit that waits for it from one that does not
-  wholeScanConfig = writeConfig(dir.path, { limits: { max_scan_bytes: 2 * 2 ** 30 }, workdirs }, "whole-scan.toml");
+  wholeScanConfig = writeConfig(dir.path, { limits: { max_scan_bytes: 2 * 2 ** 30, search_timeout_seconds: 300 }, workdirs }, "whole-scan.toml");
   mcp = await startStdio(config);
 }, 180_000);
 afterAll(async () => {
@@ -109,7 +111,7 @@ describe("glob matching is linear in the name", () => {
         expect(searched.matches.map((m) => m.path)).toEqual([`${LONG_NAME}b`]);
       };
       // a backtracking matcher takes minutes on these names; a linear one costs what `*b` costs
-      expect(await timeRatio(both(pattern), both("*b"))).toBeLessThan(8);
+      expect(await cpuRatio(both(pattern), both("*b"), { pid: mcp.pid! })).toBeLessThan(8);
     }, 30_000);
   }
 });
@@ -180,17 +182,21 @@ describe("stdin EOF ends the process while a heavy call runs, long before the ca
   for (const [name, args] of calls) {
     test(name, async () => {
       const raw = await startRaw(wholeScanConfig);
-      // the reference: the same call run to its end on the same server, in this run
-      const started = performance.now();
-      raw.callTool(9, name, args);
-      await raw.answer(9);
-      const fullMs = performance.now() - started;
-      const { code, ms } = await closeWhileBusy(raw, name, args);
-      expect(code).toBe(0);
-      expect(ms).toBeLessThan(fullMs / 2);
-      // An abandoned call writes no answer.
-      expect(raw.answered.has(1)).toBe(false);
-    }, 30_000);
+      try {
+        // the reference: the same call run to its end on the same server, in this run
+        const started = performance.now();
+        raw.callTool(9, name, args);
+        await raw.answer(9);
+        const fullMs = performance.now() - started;
+        const { code, ms } = await closeWhileBusy(raw, name, args);
+        expect(code).toBe(0);
+        expect(ms).toBeLessThan(fullMs / 2);
+        // An abandoned call writes no answer.
+        expect(raw.answered.has(1)).toBe(false);
+      } finally {
+        raw.proc.kill("SIGKILL");
+      }
+    }, 120_000);
   }
 });
 
