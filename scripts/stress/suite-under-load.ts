@@ -4,7 +4,8 @@
  * (child processes spinning), and meanwhile the given test files, each run `--runs` times with
  * `bun test --timeout 60000` as `npm test` runs them, one file at a time. A test that waits for time
  * instead of a fact fails here long before it fails on a user's busy machine. Prints each failed
- * run's `(fail)` lines on stderr as they come, then one line per file (runs passed, tests passed and
+ * run's `(fail)` lines on stderr as they come (its whole output goes to a file in the temp
+ * directory, named there), then one line per file (runs passed, tests passed and
  * failed, median and slowest duration) and a summary line on stdout; exits 1 if any run failed (2 on
  * a bad flag).
  *
@@ -13,7 +14,9 @@
  * `--timeout 0` leaves bun's own 5 s bound per test and hook, as a bare `bun test` has it.
  * Without files it runs the ones that failed on a loaded 2-core machine before they waited for facts.
  */
-import { availableParallelism, loadavg } from "node:os";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
 import { REPO_ROOT } from "../../test/helpers/workspace.ts";
 import { sizeFlags } from "./lib/ground.ts";
 
@@ -59,6 +62,8 @@ const tallies = new Map<string, FileTally>(files.map((f) => [f, { runsPassed: 0,
 /** bun's own summary count, e.g. " 12 pass" (0 when the run never got to its summary). */
 const count = (output: string, word: "pass" | "fail") => Number(new RegExp(`^ *(\\d+) ${word}$`, "m").exec(output)?.[1] ?? 0);
 
+/** Where a failed run's whole output goes. */
+const logDir = mkdtempSync(join(tmpdir(), "suite-under-load-"));
 const loadBefore = loadavg()[0]!;
 const started = performance.now();
 say(
@@ -86,7 +91,10 @@ try {
       if (ok) tally.runsPassed++;
       say(`run ${run}/${flags.runs} ${file}: ${ok ? "ok" : `FAILED (exit ${code})`}, ${passed} pass, ${failed} fail, ${(ms / 1000).toFixed(1)} s`);
       if (!ok) {
-        for (const line of output.split("\n").filter((l) => /^\(fail\)|error:|did not hold|timed out/.test(l))) say(`  ${line}`);
+        const log = join(logDir, `run${run}-${file.replaceAll("/", "_")}.log`);
+        writeFileSync(log, output);
+        for (const line of output.split("\n").filter((l) => /^\(fail\)|error:|Expected|Received|did not hold|timed out/.test(l))) say(`  ${line}`);
+        say(`  whole output: ${log}`);
       }
     }
   }
