@@ -155,18 +155,22 @@ describe("a walk in parts answers as a walk on one thread", () => {
   });
 });
 
+/** Links to the 4 MB file the slow searches read line by line: the whole search takes many seconds. */
+const BIG_LINKS = 1200;
+
 describe("a walk in parts that is stopped", () => {
   let slow: string;
   let slowNoDeadline: string;
   beforeAll(() => {
-    // 1,000 tiny files first, so the first part defers b0..b3; then 400 links to a 4 MB file that is
+    // 1,000 tiny files first, so the first part defers b0..b3; then 1,200 links to a 4 MB file that is
     // not UTF-8 as a whole, which a case-folded search for a query outside ASCII reads line by line:
     // seconds of work.
     for (let i = 0; i < 1000; i++) dir.file(`slow/a/t${String(i).padStart(4, "0")}.txt`, "tiny\n");
     const big = dir.file("slow/big.dat", Buffer.concat([Buffer.from("the quick brown fox\n".repeat(200_000)), Buffer.from([0xff, 0x0a])]));
-    for (let b = 0; b < 4; b++) for (let i = 0; i < 100; i++) linkSync(big, `${dir.dir(`slow/b${b}`)}/${i}.txt`);
+    for (let b = 0; b < 4; b++) for (let i = 0; i < BIG_LINKS / 4; i++) linkSync(big, `${dir.dir(`slow/b${b}`)}/${i}.txt`);
     const workdirs = [{ slot: 1, alias: "slow", path: `${dir.path}/slow` }];
-    slow = writeConfig(dir.path, { limits: { search_workers: 3, search_timeout_seconds: 1 }, workdirs }, "slow.toml");
+    // a deadline the quick searches meet on a loaded machine too, far below what the whole slow one takes
+    slow = writeConfig(dir.path, { limits: { search_workers: 3, search_timeout_seconds: 3 }, workdirs }, "slow.toml");
     // the default deadline (15 s): the search outlasts the test unless something stops it
     slowNoDeadline = writeConfig(dir.path, { limits: { search_workers: 3 }, workdirs }, "slow-no-deadline.toml");
   }, 120_000);
@@ -184,15 +188,15 @@ describe("a walk in parts that is stopped", () => {
         10_000,
         () => `three workers (${workerThreads(pid)})`,
       );
-      // the reference: the same search through one of the 400 big files, in this run
+      // the reference: the same search through one of the big files, in this run
       const oneFile = performance.now();
       expect(errorCode(await s.call("search_text", { workdir: "slow", path: "b0", query: "ZÉBRA", case_sensitive: false, glob: "0.txt" }))).toBeNull();
       const oneFileMs = performance.now() - oneFile;
       const baseline = openFds(pid);
       const started = performance.now();
       expect(errorCode(await s.call("search_text", { workdir: "slow", query: "ZÉBRA", case_sensitive: false }))).toBe("SEARCH_TIMEOUT");
-      // at its 1 s deadline, not once the 400 files were read (about 133 each on three workers)
-      const wholeSearchMs = (400 / 3) * oneFileMs;
+      // at its 3 s deadline, not once all the big files were read (a third of them each on three workers)
+      const wholeSearchMs = (BIG_LINKS / 3) * oneFileMs;
       expect(performance.now() - started).toBeLessThan(wholeSearchMs / 2);
       await poll(() => openFds(pid) <= baseline, 10_000, "descriptors back to the baseline");
       await poll(
@@ -207,7 +211,7 @@ describe("a walk in parts that is stopped", () => {
   }, 30_000);
 
   test("stdin EOF ends the process while parts run on every worker, without waiting for them", async () => {
-    // no deadline within the test: the search reads 400 files of 4 MB line by line, far longer than
+    // no deadline within the test: the search reads 1,200 files of 4 MB line by line, far longer than
     // the 5 s closeWhileBusy waits, so exiting at all proves the exit did not wait for its parts
     const raw = await startRaw(slowNoDeadline);
     try {
