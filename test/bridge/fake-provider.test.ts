@@ -54,20 +54,25 @@ interface RunOptions {
   approvalFails?: boolean;
   answer?: QuestionResolution | "refuse";
   recordNativeFails?: boolean;
-  /** Held open inside recordNative({pgid}) to show nothing reaches the provider before it resolves. */
-  holdRecordMs?: number;
+  /** recordNative({pgid}) waits for it: the test shows nothing reaches the provider before it resolves. */
+  holdRecord?: Promise<void>;
   adapter?: ReturnType<typeof createFakeAdapter>;
 }
 
 const running: RunHandle[] = [];
 
 /** A provider that exits at once may already be reaped when this runs. */
-function procFile(pid: number | "self", name: "environ" | "cmdline"): string {
+function procFile(pid: number | "self", name: "environ" | "cmdline" | "io"): string {
   try {
     return readFileSync(`/proc/${pid}/${name}`, "latin1");
   } catch {
     return "";
   }
+}
+
+/** What process `pid` has written so far (/proc/<pid>/io `wchar`), 0 once it is gone. */
+function bytesWritten(pid: number): number {
+  return Number(/^wchar: (\d+)$/m.exec(procFile(pid, "io"))?.[1] ?? 0);
 }
 
 /**
@@ -140,7 +145,7 @@ function run(prompt: string, o: RunOptions = {}): Recorded {
           startTime: stat.startTime,
           environHasMark: environ.includes(`SERVERFS_PROVIDER_MARK=${mark}`),
         };
-        if (o.holdRecordMs) await Bun.sleep(o.holdRecordMs);
+        await o.holdRecord;
         if (o.recordNativeFails) throw new ServerFsError("AGENT_RESULT_STORAGE_ERROR", "could not record");
       }
     },
@@ -198,10 +203,13 @@ describe("execution steps 2–3 spawn and the durable process group", () => {
   });
 
   test("the provider gets its task input only after recordNative resolved", async () => {
-    const r = run("complete:x", { holdRecordMs: 400 });
-    await Bun.sleep(300);
+    const hold = Promise.withResolvers<void>();
+    const r = run("complete:x", { holdRecord: hold.promise });
+    // the provider is up and has written its ready line (its first write) while recordNative holds
+    await poll(() => r.handle.pgid !== null && bytesWritten(r.handle.pgid) > 0, 10_000, "the provider's ready line");
     // still inside recordNative: no session, no event, no outcome yet
     expect(r.order).toEqual(["native"]);
+    hold.resolve();
     expect(finalText(await r.outcome)).toBe("x");
     expect(r.order).toEqual(["native", "native"]);
     await finish(r);
@@ -320,9 +328,11 @@ describe("docs/runtimes.md fake: the scripted runtime", () => {
   });
 
   test("steer: waits for a message and completes with steered=<message>", async () => {
-    const r = run("steer:", { holdRecordMs: 200 });
+    const hold = Promise.withResolvers<void>();
+    const r = run("steer:", { holdRecord: hold.promise });
     // before the task input went out the provider cannot take a message
     await expect(r.handle.sendMessage("too early")).rejects.toMatchObject({ code: "AGENT_TASK_NOT_ACTIVE" });
+    hold.resolve();
     // once the task input is out, the provider takes the message
     await poll(
       () =>
