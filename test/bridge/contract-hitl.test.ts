@@ -200,7 +200,7 @@ describe("steering", () => {
       expect([i, codeOf(r)]).toEqual([i, undefined]);
       expect(await ended(taskId)).toMatchObject({ final_response: `steered=m${i}` });
     }
-  });
+  }, 60_000);
 
   test("message checks come before the task lookup; a terminal task is AGENT_TASK_TERMINAL", async () => {
     const unknown = "agt_000000000000000000000000";

@@ -131,11 +131,11 @@ beforeAll(async () => {
     start("bridge-no-agent", { bridge, workdirs: [{ slot: 1, alias: "repo", path: ws, read_only: false }] }),
   ]);
   sessions.push(agent, agentBinary, plain, binaryOnly, bridgeNoAgent);
-});
+}, 60_000);
 afterAll(async () => {
   await Promise.all(sessions.map((s) => s.close()));
   dir.remove();
-});
+}, 60_000);
 
 describe("registration and tool counts", () => {
   test("the Bridge enabled with an Agent workdir registers 20 tools, in the table's order", async () => {

@@ -4,10 +4,12 @@
  */
 import { Database } from "bun:sqlite";
 import { beforeAll, describe, expect, test } from "bun:test";
-import { join } from "node:path";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fakeBridge } from "../bridge/rpc-wire.ts";
 import { bridgeEnv, call, isTerminalTask, rpc, waitForTask } from "../helpers/bridge.ts";
 import { poll } from "../helpers/poll.ts";
-import { runCli, spawnCli } from "../helpers/process.ts";
+import { collect, runCli, spawnCli } from "../helpers/process.ts";
 import { useBridge } from "../helpers/use-bridge.ts";
 import { SERVERFS_SHELL } from "../helpers/workspace.ts";
 
@@ -244,20 +246,28 @@ describe("tasks events (task.events)", () => {
 });
 
 describe("tasks tail (task.events with wait_ms)", () => {
+  /**
+   * The task runs until the tail has printed its first event: the gate (docs/runtimes.md#fake) opens
+   * only then, so the tail has to follow the run to its end, not just read it back.
+   */
   async function tailWhileRunning(...flags: string[]) {
-    const id = await submit("sleep:800:done");
+    const gate = `tail-gate-${flags.join("")}`;
+    const id = await submit(`gate:${gate}:done`);
     const proc = spawnCli(["tasks", "tail", id, "--config", env.configPath, ...flags]);
-    // the tail is running before the task ends: it has to follow, not just read back
-    const startedWhile = (await call<Task>(env.socketPath, "task.get", { task_id: id })).status;
-    const timeout = setTimeout(() => proc.kill(), 20_000);
-    const [stdout, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
-    clearTimeout(timeout);
-    return { id, stdout, code, startedWhile };
+    const out = collect(proc.stdout);
+    await poll(
+      () => out.text().includes("task.started"),
+      20_000,
+      () => `the tail's first event (it printed ${JSON.stringify(out.text())})`,
+    );
+    expect((await call<Task>(env.socketPath, "task.get", { task_id: id })).status).toBe("running");
+    writeFileSync(join(env.workspace, gate), "");
+    const [stdout, code] = await Promise.all([out.ended, proc.exited]);
+    return { id, stdout, code };
   }
 
   test("follows a running task live to its end, one line per event in order, then its final status", async () => {
-    const { id, stdout, code, startedWhile } = await tailWhileRunning();
-    expect(startedWhile).not.toBe("succeeded");
+    const { id, stdout, code } = await tailWhileRunning();
     expect(code).toBe(0);
     const [header, ...out] = lines(stdout);
     // the same columns as `tasks events`
@@ -351,7 +361,7 @@ describe("what tasks show and tail tell in each state", () => {
   }, 30_000);
 
   test("tail on a terminal shows a waiting line while nothing arrives, erased by the next line", async () => {
-    const id = await ownSubmit("sleep:1500:done");
+    const id = await ownSubmit("gate:waiting-gate:done");
     // script(1) gives the tail a real terminal
     const proc = Bun.spawn(["script", "-qec", `${SERVERFS_SHELL} tasks tail ${id} --config ${own.configPath}`, "/dev/null"], {
       env: { ...process.env, NO_COLOR: "1" },
@@ -359,11 +369,20 @@ describe("what tasks show and tail tell in each state", () => {
       stdout: "pipe",
       stderr: "pipe",
     });
-    const [out, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+    const out = collect(proc.stdout);
+    // the run is held at its gate until the tail shows that it waits; then its end is the next line
+    await poll(
+      () => out.text().includes("… waiting for events (the task is running)"),
+      20_000,
+      () => `the waiting line (the tail printed ${JSON.stringify(out.text())})`,
+    );
+    writeFileSync(join(own.workspace, "waiting-gate"), "");
+    const [text, code] = await Promise.all([out.ended, proc.exited]);
     expect(code).toBe(0);
-    expect(out).toContain("… waiting for events (the task is");
-    expect(out).toContain("\r\x1b[K");
-    expect(out).toMatch(new RegExp(`task ${id} ended succeeded after \\d+ events`));
+    const waiting = text.lastIndexOf("… waiting for events (the task is running)");
+    expect(text.indexOf("\r\x1b[K", waiting)).toBeGreaterThan(waiting);
+    expect(text.slice(waiting)).toContain("task.completed");
+    expect(text).toMatch(new RegExp(`task ${id} ended succeeded after \\d+ events`));
   }, 30_000);
 
   test("tail says where the story stops when the Bridge goes away, then exits 1", async () => {
@@ -384,8 +403,39 @@ describe("what tasks show and tail tell in each state", () => {
     while (!(await more()));
     expect(await proc.exited).toBe(1);
     const out = lines(stdout);
-    expect(out.at(-1)).toMatch(new RegExp(`^task ${id} was (running|interrupted) when the Bridge went away \\(last event #\\d+\\)$`));
+    expect(out.at(-1), `${stdout}\n${await stderr}`).toMatch(
+      new RegExp(`^task ${id} was (running|interrupted) when the Bridge went away \\(last event #\\d+\\)$`),
+    );
     expect(await stderr).toStartWith("serverfs: AGENT_BRIDGE_UNAVAILABLE: ");
     await ownFixture.restart();
   }, 40_000);
+
+  test("a Bridge that answers BRIDGE_CLOSED (shutting down) has gone away for the tail too", async () => {
+    // A connection opened just before the Bridge closes its listener gets BRIDGE_CLOSED, a race a
+    // loaded machine wins now and then; a fake Bridge on the socket answers so every time: the task and
+    // its first event as the real Bridge gave them, then BRIDGE_CLOSED for the tail's next request.
+    const id = await ownSubmit("wait:");
+    const task = await waitForTask(own.socketPath, id, (t) => t["status"] === "running");
+    const page = await call<{ events: TaskEvent[] }>(own.socketPath, "task.events", { task_id: id });
+    await call(own.socketPath, "task.cancel", { task_id: id });
+    const closing = bridgeEnv();
+    mkdirSync(dirname(closing.socketPath), { recursive: true });
+    let eventsAsked = 0;
+    const fake = await fakeBridge(closing.socketPath, (line) => {
+      const req = JSON.parse(line) as { request_id: string; method: string };
+      const answer = (body: Record<string, unknown>) => ({ bytes: `${JSON.stringify({ request_id: req.request_id, ...body })}\n`, close: true });
+      if (req.method === "task.get") return answer({ ok: true, result: task });
+      if (req.method === "task.events" && eventsAsked++ === 0) return answer({ ok: true, result: page });
+      return answer({ ok: false, error: { code: "BRIDGE_CLOSED", message: "the Bridge is shutting down" } });
+    });
+    try {
+      const r = await runCli(["tasks", "tail", id, "--config", closing.configPath]);
+      expect(r.code, r.stderr).toBe(1);
+      expect(lines(r.stdout).at(-1), r.stderr).toBe(`task ${id} was running when the Bridge went away (last event #${page.events.length})`);
+      expect(r.stderr).toStartWith("serverfs: AGENT_BRIDGE_UNAVAILABLE: ");
+    } finally {
+      await fake.close();
+      closing.dir.remove();
+    }
+  }, 30_000);
 });
