@@ -110,7 +110,9 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
         liveTaskIds: () => service.liveTaskIds(),
         providersGone: (findings: SweepFinding[]) => service.providersGone(findings),
         stateLost: () => service.stateLost(),
-        passed: (report: PassReport) => audit.info("maintenance_pass", { ...report }),
+        // an idle Bridge passes every interval: a pass that changed nothing is detail (debug), one that did something is news
+        passed: (report: PassReport) =>
+          audit.emit(report.gc_deleted + report.gc_skipped + report.findings === 0 ? "DEBUG" : "INFO", "maintenance_pass", { ...report }),
         passFailed: (failure: PassFailure) => audit.warn("maintenance_pass_failed", { ...failure }),
       }),
     );
