@@ -73,7 +73,9 @@ export function findConfigFile(opts: LoadOptions): string {
   if (existsSync(local)) return local;
   const user = userConfigPath(env);
   if (existsSync(user)) return user;
-  throw new ConfigError("no config file found (use --config, SERVERFS_CONFIG, ./serverfs.toml or ~/.config/serverfs/serverfs.toml)");
+  throw new ConfigError(
+    "no config file found (use --config, SERVERFS_CONFIG, ./serverfs.toml or ~/.config/serverfs/serverfs.toml); `serverfs init [DIR…]` writes a starter one",
+  );
 }
 
 export function loadConfig(opts: LoadOptions): Config {
