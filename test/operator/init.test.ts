@@ -136,6 +136,25 @@ describe("serverfs connect", () => {
     expect(readFileSync(codexConfig, "utf8")).toBe(after);
   });
 
+  test("codex --write --auto-approve on a table without the approval line says exactly what to add, exit 1, and changes nothing", async () => {
+    const h = freshHome();
+    await h.cli("init", h.home.dir("proj"));
+    const codexConfig = join(h.env.CODEX_HOME, "config.toml");
+    expect((await h.cli("connect", "codex", "--write")).code).toBe(0);
+    const before = readFileSync(codexConfig, "utf8");
+    const r = await h.cli("connect", "codex", "--write", "--auto-approve");
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(
+      `serverfs: PATH_ALREADY_EXISTS: ${codexConfig} already has [mcp_servers.serverfs] without default_tools_approval_mode = "approve"; add that line to the table yourself (or remove the table and run this again)\n`,
+    );
+    expect(readFileSync(codexConfig, "utf8")).toBe(before);
+    // once the line is there, asking again is a no-op that succeeds
+    writeFileSync(codexConfig, before.replace('# default_tools_approval_mode = "approve"', 'default_tools_approval_mode = "approve"'));
+    const done = await h.cli("connect", "codex", "--write", "--auto-approve");
+    expect(done.code).toBe(0);
+    expect(done.stdout).toContain("already has [mcp_servers.serverfs]");
+  });
+
   test("codex --write escapes a config path's control characters, quotes and backslashes, so a strict TOML reader takes it back exactly", async () => {
     const h = freshHome();
     // DEL, C0 controls, a tab, a quote, a backslash and a C1 control (NEL) in one directory name
