@@ -13,7 +13,7 @@ export interface AuditSink {
   write(line: string): void;
 }
 
-const stderrSink: AuditSink = { write: (line) => process.stderr.write(line) };
+export const stderrSink: AuditSink = { write: (line) => process.stderr.write(line) };
 
 export class AuditLog {
   private readonly threshold: number;

@@ -5,7 +5,8 @@
  * start to reconcile.
  */
 import * as Comlink from "comlink";
-import { AuditLog } from "../../shared/audit.ts";
+import type { AuditLog } from "../../shared/audit.ts";
+import { openAuditLog } from "../../shared/audit-file.ts";
 import { type StartedWorker, startWorker } from "../../shared/comlink-worker.ts";
 import { type Config, ConfigError, groupSharing, loadConfig } from "../../shared/config/load.ts";
 import { ServerFsError } from "../../shared/errors.ts";
@@ -44,7 +45,7 @@ const lost = (what: string) => () => new ServerFsError("BRIDGE_PROTOCOL_ERROR", 
 const defaultRuntimeOptions = (): RuntimeOptions => (isCompiled() ? { fakeCommand: selfCommand("__fake-provider") } : {});
 
 export async function startBridge(config: Config, options: RuntimeOptions = defaultRuntimeOptions()): Promise<RunningBridge> {
-  const audit = new AuditLog(config.server.log_level);
+  const audit = openAuditLog(config.server.log_level, config.audit);
   const { stateDir, lockDir } = config.bridge;
   const sharingGid = groupSharing(config);
 
@@ -77,7 +78,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
     const startProvider = async () => {
       const w = startWorker<ProviderWorker>(workerUrl("provider-worker"), lost("provider"));
       workers.push(w);
-      await w.remote.init(stateDir, config.server.log_level);
+      await w.remote.init(stateDir, config.server.log_level, config.audit);
       await w.remote.configure({ bridge: config.file.bridge, runtimes: config.file.runtimes }, options);
       return w;
     };
@@ -224,7 +225,7 @@ export async function runBridge(configPath: string | undefined): Promise<number>
     };
   });
   // SIGHUP (a closed terminal, a service manager) is a clean shutdown too, never a silent death
-  const audit = new AuditLog(config.server.log_level);
+  const audit = openAuditLog(config.server.log_level, config.audit);
   for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
     process.on(sig, () => {
       audit.info("signal_received", { signal: sig });

@@ -84,6 +84,10 @@ export function hostSetup(host: Host, configPath: string): string {
   }
 }
 
+/** What `init` and `connect` say when no `[audit] file` is set: the host alone then keeps the audit lines. */
+export const auditFileHint = (configPath: string): string =>
+  `Audit: each host keeps the server's audit lines (its stderr) its own way; for one file that outlives them, set [audit] file in ${configPath} (docs/hosts.md#where-the-audit-lines-go).`;
+
 export type ApplyOutcome = { done: string } | { unchanged: string };
 
 /**

@@ -37,8 +37,17 @@ export interface Workdir {
   overrides: string[];
 }
 
+/** Where the audit lines are also appended (src/shared/audit-file.ts): an absolute path, its bound and how many old files stay. */
+export interface AuditFileSettings {
+  path: string;
+  max_bytes: number;
+  keep: number;
+}
+
 export interface Config {
   source: string;
+  /** null: the audit lines go to stderr only. */
+  audit: AuditFileSettings | null;
   file: ConfigFile;
   workdirs: Workdir[];
   limits: ConfigFile["limits"];
@@ -160,7 +169,10 @@ export function buildConfig(raw: unknown, source: string, opts: LoadOptions): Co
     if (!isAbsolute(value)) throw new ConfigError(`${key}: must be an absolute path`);
   }
   if (opts.role === "bridge") checkPeerSharing(file);
-  return { source, file, workdirs, limits: file.limits, server: file.server, bridge, runtimes: file.runtimes };
+  const auditPath = file.audit.file === "" ? null : expandHome(file.audit.file);
+  if (auditPath !== null && !isAbsolute(auditPath)) throw new ConfigError("audit.file: must be an absolute path");
+  const audit = auditPath === null ? null : { path: auditPath, max_bytes: file.audit.max_bytes, keep: file.audit.keep };
+  return { source, audit, file, workdirs, limits: file.limits, server: file.server, bridge, runtimes: file.runtimes };
 }
 
 function resolveWorkdir(file: ConfigFile, w: ConfigFile["workdirs"][number], i: number, role: Role): Workdir {

@@ -144,8 +144,16 @@ const ClaudeSchema = v.strictObject({
   event_idle_timeout_seconds: v.optional(int(0), 0),
 });
 
+/** docs/configuration.md `[audit]`: a copy of the audit lines in a file, rotated at `max_bytes`, `keep` old files. */
+const AuditSchema = v.strictObject({
+  file: v.optional(v.string(), ""),
+  max_bytes: v.optional(int(4096), 16777216),
+  keep: v.optional(int(1, 100), 5),
+});
+
 export const ConfigFileSchema = v.strictObject({
   server: v.optional(ServerSchema, {}),
+  audit: v.optional(AuditSchema, {}),
   defaults: v.optional(DefaultsSchema, {}),
   limits: v.optional(LimitsSchema, {}),
   workdirs: v.optional(v.pipe(v.array(WorkdirSchema), v.maxLength(16, "at most 16 workdirs")), []),
