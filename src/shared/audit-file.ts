@@ -80,7 +80,8 @@ const exists = (path: string): Stats | null => {
 };
 
 export class AuditFile implements AuditSink {
-  private fd: number;
+  /** null after a reopen failed: a closed descriptor's number may be reused by any other file. */
+  private fd: number | null;
   private readonly lockFd: number;
   /** Set after a failed write, so a failing disk is reported once, not once per line. */
   private failing = false;
@@ -130,28 +131,35 @@ export class AuditFile implements AuditSink {
 
   /** Appends the line, rotating first when it would take a non-empty file past `max_bytes`. */
   private append(bytes: Buffer): void {
-    this.reopenIfMoved();
-    const size = fstatSync(this.fd).size;
-    if (size > 0 && size + bytes.length > this.settings.max_bytes) this.rotate();
-    const written = writeSync(this.fd, bytes);
+    let fd = this.current();
+    const size = fstatSync(fd).size;
+    if (size > 0 && size + bytes.length > this.settings.max_bytes) fd = this.rotate();
+    const written = writeSync(fd, bytes);
     if (written !== bytes.length) throw Object.assign(new Error("short write"), { code: "ENOSPC" });
   }
 
-  /** Another process rotated (or someone removed the file): write where the path now points. */
-  private reopenIfMoved(): void {
-    const atPath = exists(this.settings.path);
-    const mine = fstatSync(this.fd);
-    if (atPath !== null && atPath.ino === mine.ino && atPath.dev === mine.dev) return;
-    closeSync(this.fd);
-    this.fd = openPrivate(this.settings.path, FILE_FLAGS);
+  /** The descriptor of the file now at the path: another process may have rotated it, or someone removed it. */
+  private current(): number {
+    if (this.fd !== null) {
+      const atPath = exists(this.settings.path);
+      const mine = fstatSync(this.fd);
+      if (atPath !== null && atPath.ino === mine.ino && atPath.dev === mine.dev) return this.fd;
+    }
+    return this.reopen();
   }
 
-  private rotate(): void {
+  private reopen(): number {
+    if (this.fd !== null) closeSync(this.fd);
+    this.fd = null;
+    this.fd = openPrivate(this.settings.path, FILE_FLAGS);
+    return this.fd;
+  }
+
+  private rotate(): number {
     const { path, keep } = this.settings;
     for (let i = keep - 1; i >= 1; i--) if (exists(`${path}.${i}`) !== null) renameSync(`${path}.${i}`, `${path}.${i + 1}`);
     renameSync(path, `${path}.1`);
-    closeSync(this.fd);
-    this.fd = openPrivate(path, FILE_FLAGS);
+    return this.reopen();
   }
 }
 

@@ -4,7 +4,7 @@
  * `max_bytes`, no line lost or torn; an unsafe path is refused at startup; the Bridge writes there too.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { bridgeEnv, startBridgeProcess } from "../helpers/bridge.ts";
 import { type McpSession, startStdio } from "../helpers/mcp-client.ts";
@@ -85,6 +85,28 @@ describe("serverfs mcp with [audit] file", () => {
       await session.close();
     }
     expect(readdirSync(logs).sort()).toEqual(["audit.jsonl", "audit.jsonl.1", "audit.jsonl.2", "audit.jsonl.lock"]);
+  }, 60_000);
+
+  test("a file removed while serving is created again; a symbolic link put there is never followed: one audit_file_failed on stderr, serving goes on", async () => {
+    const logs = privateDir("swap");
+    const file = join(logs, "audit.jsonl");
+    const session = await startStdio(configFor("swap.toml", file));
+    try {
+      unlinkSync(file);
+      expect((await session.call("list_workdirs")).isError).toBeFalsy();
+      await poll(() => existsSync(file) && readFileSync(file, "utf8").includes('"event":"tool_call"'), 10_000, "the recreated audit file");
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+
+      const target = dir.file("swap-target.txt", "untouched\n");
+      unlinkSync(file);
+      symlinkSync(target, file);
+      for (let i = 0; i < 3; i++) expect((await session.call("list_workdirs")).isError).toBeFalsy();
+      await poll(() => session.audit().filter((r) => r["event"] === "tool_call").length === 4, 10_000, "four tool_call lines on stderr");
+      expect(session.audit().filter((r) => r["event"] === "audit_file_failed")).toHaveLength(1);
+      expect(readFileSync(target, "utf8")).toBe("untouched\n");
+    } finally {
+      await session.close();
+    }
   }, 60_000);
 
   test("a symbolic link at the path is refused at startup (exit 2), and its target is not touched", async () => {
