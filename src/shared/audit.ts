@@ -13,7 +13,7 @@ export interface AuditSink {
   write(line: string): void;
 }
 
-const stderrSink: AuditSink = { write: (line) => process.stderr.write(line) };
+export const stderrSink: AuditSink = { write: (line) => process.stderr.write(line) };
 
 /** Sees every line emitted, whatever the threshold (the Bridge's metrics count from them). */
 export type AuditObserver = (level: Level, event: string, fields: AuditFields) => void;

@@ -135,6 +135,8 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
   const configured = (httpConfig.allowed_hosts ?? []).map((h) => h.toLowerCase());
   allowedHosts = new Set(configured.length > 0 ? configured : defaultAllowedHosts(address.host, port));
   auditStartup(rt, "http", formatHost(address.host, port));
+  // a person at a terminal gets a line to read; a service manager or a log pipe keeps JSON lines only
+  if (process.stderr.isTTY) process.stderr.write(`serverfs mcp: listening on http://${formatHost(address.host, port)}/mcp (Ctrl-C stops it)\n`);
   if (!isLoopback(address.host)) rt.deps.audit.warn("http_not_loopback", { listen: formatHost(address.host, port) });
 
   const release = () => {

@@ -167,8 +167,16 @@ const ConsoleSchema = v.strictObject({
   metrics_token_file: v.optional(v.string(), ""),
 });
 
+/** docs/configuration.md `[audit]`: a copy of the audit lines in a file, rotated at `max_bytes`, `keep` old files. */
+const AuditSchema = v.strictObject({
+  file: v.optional(v.string(), ""),
+  max_bytes: v.optional(int(4096), 16777216),
+  keep: v.optional(int(1, 100), 5),
+});
+
 export const ConfigFileSchema = v.strictObject({
   server: v.optional(ServerSchema, {}),
+  audit: v.optional(AuditSchema, {}),
   defaults: v.optional(DefaultsSchema, {}),
   limits: v.optional(LimitsSchema, {}),
   workdirs: v.optional(v.pipe(v.array(WorkdirSchema), v.maxLength(16, "at most 16 workdirs")), []),
