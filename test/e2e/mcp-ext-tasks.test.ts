@@ -8,6 +8,13 @@
  * the Bridge, so the loop holds with `serverfs mcp --http` restarted between every step.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import {
+  createApplicationInputHandler,
+  createTaskSessionFromClient,
+  type JsonRpcResponse,
+  resultFromTaskOutcome,
+} from "@modelcontextprotocol/ext-tasks/client";
 import type { Subprocess } from "bun";
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, startBridgeProcess } from "../helpers/bridge.ts";
 import { poll } from "../helpers/poll.ts";
@@ -39,34 +46,42 @@ afterAll(async () => {
   env.dir.remove();
 });
 
-/** One 2026-07-28 `serverfs mcp --http`: a request sender, and a stop that kills the process. */
+/** One 2026-07-28 `serverfs mcp`: a request sender, and a stop that kills the process. */
 interface Modern {
   request(method: string, params: Json, capabilities?: Json): Promise<{ status: number; body: Json }>;
   stop(): Promise<void>;
 }
 
-async function startHttp(): Promise<Modern> {
+/** One 2026-07-28 JSON-RPC request POSTed to `url` as it is (its `_meta` included), with the headers the revision asks for. */
+async function post(url: string, message: { method: string; params: Json }): Promise<{ status: number; body: Json }> {
+  const { method, params } = message;
+  const name = method === "tools/call" ? params["name"] : method.startsWith("tasks/") ? params["taskId"] : undefined;
+  const res = await fetch(url, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2026-07-28",
+      "mcp-method": method,
+      ...(typeof name === "string" ? { "mcp-name": name } : {}),
+    },
+    body: JSON.stringify({ jsonrpc: "2.0", id: crypto.randomUUID(), ...message }),
+  });
+  return { status: res.status, body: (await res.json()) as Json };
+}
+
+/** A `serverfs mcp --http` on a free loopback port; its `/mcp` URL. */
+async function startHttpProcess(): Promise<{ url: string; proc: Subprocess }> {
   const proc = spawnCli(["mcp", "--config", env.configPath, "--http", "127.0.0.1:0"]);
   procs.push(proc);
   const startup = await waitForAuditEvent(proc.stderr, "startup", 20_000);
-  const url = `http://${String(startup["listen"])}/mcp`;
-  let id = 0;
+  return { url: `http://${String(startup["listen"])}/mcp`, proc };
+}
+
+async function startHttp(): Promise<Modern> {
+  const { url, proc } = await startHttpProcess();
   return {
-    async request(method, params, capabilities = WITH_TASKS) {
-      const name = method === "tools/call" ? params["name"] : method.startsWith("tasks/") ? params["taskId"] : undefined;
-      const res = await fetch(url, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-          "mcp-protocol-version": "2026-07-28",
-          "mcp-method": method,
-          ...(typeof name === "string" ? { "mcp-name": name } : {}),
-        },
-        body: JSON.stringify({ jsonrpc: "2.0", id: ++id, method, params: { ...params, _meta: metaOf(capabilities) } }),
-      });
-      return { status: res.status, body: (await res.json()) as Json };
-    },
+    request: (method, params, capabilities = WITH_TASKS) => post(url, { method, params: { ...params, _meta: metaOf(capabilities) } }),
     async stop() {
       proc.kill("SIGKILL");
       await proc.exited;
@@ -187,13 +202,15 @@ describe("over Streamable HTTP", () => {
     const done = await taskIn(() => http, taskId, "completed");
     expect(finalOf(done)).toMatchObject({ task_id: taskId, status: "succeeded", final_response: "approval=approve_once" });
     const direct = await result(http.request("tools/call", { name: "get_agent_task", arguments: { task_id: taskId } }));
-    expect(done["result"]).toEqual({ content: direct["content"], structuredContent: direct["structuredContent"] });
+    expect(done["result"]).toEqual({ content: direct["content"], structuredContent: direct["structuredContent"], resultType: "complete" });
   });
 
-  test("a deny goes through; a declined form and an answer for another key are ignored", async () => {
+  test("a deny goes through; a declined form, an answer for another key and one that answers no form are ignored", async () => {
     const taskId = String((await result(http.request("tools/call", submitArgs("approval:rm -rf build"))))["taskId"]);
     const { key } = onlyInputRequest(await taskIn(() => http, taskId, "input_required"));
     await result(http.request("tasks/update", { taskId, inputResponses: { [key]: { action: "decline" }, req_other: { action: "accept", content: {} } } }));
+    // a decision the request does not offer answers no form of it: refused, the request stays open
+    await result(http.request("tasks/update", { taskId, inputResponses: { [key]: { action: "accept", content: { decision: "approve_forever" } } } }));
     expect(onlyInputRequest(await taskIn(() => http, taskId, "input_required")).key).toBe(key);
     await result(http.request("tasks/update", { taskId, inputResponses: { [key]: { action: "accept", content: { decision: "deny" } } } }));
     expect(finalOf(await taskIn(() => http, taskId, "completed"))).toMatchObject({ status: "succeeded", final_response: "approval=deny" });
@@ -291,6 +308,49 @@ describe("durability", () => {
       await http.stop();
     }
   }, 120_000);
+});
+
+describe("the SDK's Tasks client (@modelcontextprotocol/ext-tasks) as a second requester", () => {
+  test("it runs submit_agent_task as a task, answers the approval form through tasks/update and settles with get_agent_task's answer", async () => {
+    const { url, proc } = await startHttpProcess();
+    const client = new Client({ name: "t", version: "1" }, { capabilities: WITH_TASKS, versionNegotiation: { mode: { pin: "2026-07-28" } } });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    const forms: string[] = [];
+    const session = createTaskSessionFromClient(client, {
+      endpointId: "serverfs",
+      v2RequestFraming: { protocolVersion: "2026-07-28", clientInfo: { name: "t", version: "1" }, clientCapabilities: WITH_TASKS },
+      // the v2 client's own codec refuses a task handle, so the Tasks client sends its requests itself
+      rawDispatch: async (request) => {
+        const { body } = await post(url, request as { method: string; params: Json });
+        return body as JsonRpcResponse;
+      },
+      onInputRequest: createApplicationInputHandler({
+        elicitation: (request) => {
+          forms.push(String(request.params["message"]));
+          return { action: "accept", content: { decision: "approve_once" } };
+        },
+        sampling: () => Promise.reject(new Error("no sampling here")),
+        roots: () => Promise.reject(new Error("no roots here")),
+      }),
+    });
+    try {
+      const execution = await session.callTool("submit_agent_task", {
+        runtime: "fake",
+        workdir: "repo",
+        profile: "review",
+        prompt: "approval:second requester",
+      });
+      const { outcome } = await execution.settle();
+      const final = resultFromTaskOutcome(outcome) as { structuredContent?: Json };
+      expect(final.structuredContent).toMatchObject({ status: "succeeded", final_response: "approval=approve_once" });
+      expect(forms).toHaveLength(1);
+      expect(forms[0]).toContain("second requester");
+    } finally {
+      await session.close();
+      await client.close();
+      proc.kill("SIGTERM");
+    }
+  }, 60_000);
 });
 
 describe("over stdio", () => {

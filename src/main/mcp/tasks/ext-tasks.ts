@@ -160,7 +160,8 @@ export class ExtTasks {
    */
   private async detailed(task: BridgeTask, ctx: ServerContext): Promise<Record<string, unknown>> {
     const base = this.task(task);
-    if (base.status === "completed") return { ...base, result: await this.opts.finalResult(task.task_id) };
+    // the result as the tools/call would have answered it on this revision, its resultType included
+    if (base.status === "completed") return { ...base, result: { ...(await this.opts.finalResult(task.task_id)), resultType: "complete" } };
     if (base.status !== "input_required") return base;
     const pending = openRequest(task);
     if (!pending) return { ...base, status: "working" };
