@@ -89,10 +89,15 @@ async function startHttp(): Promise<Modern> {
   };
 }
 
-/** One 2026-07-28 `serverfs mcp` over stdio, driven by raw lines. */
-async function startStdio(): Promise<Modern> {
-  const proc = Bun.spawn([BUN, CLI, "mcp", "--config", env.configPath], { cwd: REPO_ROOT, stdin: "pipe", stdout: "pipe", stderr: "ignore" });
+/** One 2026-07-28 `serverfs mcp` over stdio, driven by raw lines; `audit()` is its log so far. */
+async function startStdio(): Promise<Modern & { audit(): Json[] }> {
+  const proc = Bun.spawn([BUN, CLI, "mcp", "--config", env.configPath], { cwd: REPO_ROOT, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
   procs.push(proc);
+  let log = "";
+  void (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of proc.stderr) log += decoder.decode(chunk, { stream: true });
+  })();
   const waiters = new Map<number, (m: Json) => void>();
   void (async () => {
     const decoder = new TextDecoder();
@@ -108,6 +113,11 @@ async function startStdio(): Promise<Modern> {
   })();
   let id = 0;
   return {
+    audit: () =>
+      log
+        .split("\n")
+        .filter((line) => line.startsWith("{"))
+        .map((line) => JSON.parse(line) as Json),
     request(method, params, capabilities = WITH_TASKS) {
       const n = ++id;
       const answer = new Promise<Json>((resolve) => waiters.set(n, resolve));
@@ -354,7 +364,7 @@ describe("the SDK's Tasks client (@modelcontextprotocol/ext-tasks) as a second r
 });
 
 describe("over stdio", () => {
-  test("submit as a task, approval answered with tasks/update, tasks/get to the result", async () => {
+  test("submit as a task, approval answered with tasks/update (audited), tasks/get to the result", async () => {
     const stdio = await startStdio();
     try {
       const discover = await result(stdio.request("server/discover", {}));
@@ -367,6 +377,12 @@ describe("over stdio", () => {
       expect(finalOf(await taskIn(() => stdio, taskId, "completed"))).toMatchObject({ final_response: "approval=approve_once" });
       const refused = await failure(stdio.request("tasks/get", { taskId }, {}));
       expect(refused.error).toMatchObject({ code: -32021, data: { requiredCapabilities: { extensions: { [TASKS]: {} } } } });
+      // the answer is audited as a form's is, and the submit as a tool call
+      await poll(() => stdio.audit().some((r) => r["event"] === "agent_elicitation_answered"), 5_000, "the agent_elicitation_answered record");
+      expect(stdio.audit().filter((r) => r["event"] === "agent_elicitation_answered")).toMatchObject([
+        { task_id: taskId, request_id: key, kind: "approval", action: "accept", decision: "approve_once", outcome: "resolved" },
+      ]);
+      expect(stdio.audit().some((r) => r["event"] === "tool_call" && r["tool"] === "submit_agent_task" && r["task_id"] === taskId)).toBe(true);
     } finally {
       await stdio.stop();
     }

@@ -18,7 +18,12 @@ export type ForwardOutcome = { outcome: "resolved" | "stale" | "refused"; decisi
  * Forwards `content` through `answer`: "refused" when it does not answer the form (or the Bridge
  * finds it invalid), "stale" when the request is no longer pending. Any other Bridge failure throws.
  */
-export async function forwardAnswer(deps: AgentDeps, answer: PendingForm["answer"], content: Json, signal: AbortSignal): Promise<ForwardOutcome> {
+export async function forwardAnswer(
+  deps: Pick<AgentDeps, "bridge">,
+  answer: PendingForm["answer"],
+  content: Json,
+  signal: AbortSignal,
+): Promise<ForwardOutcome> {
   const forward = answer(content);
   if (!forward) return { outcome: "refused", decision: null };
   try {
