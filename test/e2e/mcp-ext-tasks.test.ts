@@ -388,3 +388,20 @@ describe("over stdio", () => {
     }
   }, 60_000);
 });
+
+describe("without the Bridge", () => {
+  test("tasks/get, tasks/update and tasks/cancel answer AGENT_BRIDGE_UNAVAILABLE as JSON-RPC errors; a submit is the tool's error (last: it stops the Bridge)", async () => {
+    const http = await startHttp();
+    try {
+      await bridge.stop();
+      for (const method of ["tasks/get", "tasks/update", "tasks/cancel"]) {
+        const { error } = await failure(http.request(method, { taskId: NO_SUCH_TASK, inputResponses: {} }));
+        expect(error["code"]).toBe(-32603);
+        expect(String(error["message"])).toStartWith("AGENT_BRIDGE_UNAVAILABLE: ");
+      }
+      expect(await result(http.request("tools/call", submitArgs("complete:no bridge")))).toMatchObject({ resultType: "complete", isError: true });
+    } finally {
+      await http.stop();
+    }
+  });
+});
