@@ -93,7 +93,8 @@ export class ExtTasks {
   /**
    * submit_agent_task for a request that declared the extension: the tool's own checks and
    * `task.submit`, then the task the Bridge has committed as a `CreateTaskResult`. A refusal created
-   * no task, so it is the tool's error result, as without the extension.
+   * no task, so it is the tool's error result, as without the extension. So is a task that could not
+   * be read back: the tool result still names it, where a JSON-RPC error would lose a task that exists.
    */
   async call(run: () => Promise<ToolOutcome>): Promise<Record<string, unknown>> {
     const { result, error } = await run();
@@ -101,8 +102,8 @@ export class ExtTasks {
     const taskId = (result.structuredContent as { task_id: string }).task_id;
     try {
       return { resultType: "task", ...this.task(await this.store.read(taskId)) };
-    } catch (e) {
-      throw rpcError(e);
+    } catch {
+      return result;
     }
   }
 
