@@ -60,7 +60,7 @@ describe("envelope (schema version 1) and correlation propagation", () => {
       expect(e.created_at).toMatch(TIMESTAMP);
     }
     expect(events.map((e) => e.payload)).toEqual([
-      { runtime: "fake" },
+      { runtime: "fake", model: null, effort: null, max_budget_usd: null },
       { text: "event 1" },
       { text: "event 2" },
       { text: "event 3" },

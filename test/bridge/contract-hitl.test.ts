@@ -53,7 +53,7 @@ describe("approvals", () => {
     expect(await ended(taskId)).toMatchObject({ status: "succeeded", final_response: "approval=approve_once", pending_request: null });
     const events = await allEvents(sock, taskId);
     expect(events.map((e) => [e.event_type, e.payload])).toEqual([
-      ["task.started", { runtime: "fake" }],
+      ["task.started", { runtime: "fake", model: null, effort: null, max_budget_usd: null }],
       [
         "approval.requested",
         {
