@@ -58,7 +58,7 @@ export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
   tasks: {
     summary: "the Bridge's tasks: list (newest first), show one, its events, tail (follow until it ends); approve, deny, answer or cancel",
     usage: [
-      "tasks list [--status S] [--limit N] [--json]",
+      "tasks list [--status S] [--limit N] [--before ID] [--json]",
       "tasks show ID [--json]",
       "tasks events ID [--after N] [--limit N] [--json]",
       "tasks tail ID [--after N] [--json]",
@@ -72,6 +72,7 @@ export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
       ...JSON_OUT,
       "--status": { value: "S", help: "only tasks in this status (list)" },
       "--limit": { value: "N", help: `at most N rows (list: 1..${LIMITS.max_task_page}; events: 1..${LIMITS.max_event_page})` },
+      "--before": { value: "ID", help: "only tasks older than task ID: the next page, as list prints it (list)" },
       "--after": { value: "N", help: "start after this event id (events, tail)" },
       "--session": { help: "approve for the rest of the task's session, not just this once (approve)" },
     },

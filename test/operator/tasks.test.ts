@@ -98,7 +98,51 @@ describe("tasks list (task.list)", () => {
     expect(limited.code).toBe(0);
     const [, first, second, note] = lines(limited.stdout);
     expect([first, second].map((l) => l!.split(/\s+/)[0])).toEqual([pending.task_id, chatty.task_id]);
-    expect(note).toContain("older tasks not shown");
+    expect(note).toBe(`(older tasks: serverfs tasks list --limit 2 --before ${chatty.task_id})`);
+  });
+
+  test("--before ID pages on past any page: following the printed command reaches every task once, then no note", async () => {
+    const seen: string[] = [];
+    let args = ["--limit", "2"];
+    for (let page = 0; page < 5; page++) {
+      const r = await tasks("list", ...args);
+      expect(r.code, r.stderr).toBe(0);
+      const out = lines(r.stdout);
+      const note = out.at(-1)!.match(/^\(older tasks: serverfs tasks list (.+)\)$/);
+      seen.push(...out.slice(1, note === null ? undefined : -1).map((l) => l.split(/\s+/)[0]!));
+      if (note === null) break;
+      args = note[1]!.split(" ");
+    }
+    expect(seen).toEqual([pending, chatty, failed, long, done].map((t) => t.task_id));
+
+    // --json's next_before_task_id is the cursor --before takes; the filter goes with it
+    const json = JSON.parse((await tasks("list", "--limit", "1", "--before", chatty.task_id, "--json")).stdout) as {
+      tasks: Task[];
+      next_before_task_id: string | null;
+    };
+    expect(json.tasks.map((t) => t.task_id)).toEqual([failed.task_id]);
+    expect(json.next_before_task_id).toBe(failed.task_id);
+    const filtered = await tasks("list", "--status", "succeeded", "--limit", "1", "--before", chatty.task_id);
+    expect(lines(filtered.stdout).slice(1)).toEqual([
+      expect.stringMatching(new RegExp(`^${long.task_id}\\s`)),
+      `(older tasks: serverfs tasks list --status succeeded --limit 1 --before ${long.task_id})`,
+    ]);
+    const last = await tasks("list", "--before", done.task_id);
+    expect(last.stdout).toBe(`no tasks older than ${done.task_id}\n`);
+  });
+
+  test("--before a task that does not exist is AGENT_TASK_NOT_FOUND; one that is no task id, or with another command, a usage error", async () => {
+    const unknown = await tasks("list", "--before", "agt_000000000000000000000000");
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toStartWith("serverfs: AGENT_TASK_NOT_FOUND: ");
+    for (const args of [
+      ["list", "--before", "01J9Z8X5T2M4N6P8Q0R2S4T6V8"],
+      ["show", done.task_id, "--before", done.task_id],
+    ]) {
+      const r = await tasks(...args);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toStartWith("serverfs: usage error: ");
+    }
   });
 
   test("--json is one JSON document {tasks, next_before_task_id}, newest first, without final responses", async () => {
