@@ -173,6 +173,19 @@ describe("tasks list (task.list)", () => {
   });
 });
 
+describe("tasks --help", () => {
+  test("shows task ids as they are: agt_ and 24 lowercase hex digits, in the note and the example", async () => {
+    const r = await runCli(["tasks", "--help"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("ID is a task id as `tasks list` shows it: agt_ followed by 24 lowercase hex digits");
+    expect(r.stdout).toContain("--before ID");
+    const ids = [...r.stdout.matchAll(/agt_\w+/g)].map((m) => m[0]);
+    expect(ids.length).toBeGreaterThanOrEqual(2);
+    for (const id of ids) expect(id).toMatch(/^agt_[0-9a-f]{24}$/);
+    expect(r.stdout).toMatch(/^example: serverfs tasks tail agt_[0-9a-f]{24}$/m);
+  });
+});
+
 describe("tasks show (task.get)", () => {
   const field = (stdout: string, name: string) =>
     lines(stdout)
