@@ -98,7 +98,51 @@ describe("tasks list (task.list)", () => {
     expect(limited.code).toBe(0);
     const [, first, second, note] = lines(limited.stdout);
     expect([first, second].map((l) => l!.split(/\s+/)[0])).toEqual([pending.task_id, chatty.task_id]);
-    expect(note).toContain("older tasks not shown");
+    expect(note).toBe(`(older tasks: serverfs tasks list --limit 2 --before ${chatty.task_id})`);
+  });
+
+  test("--before ID pages on past any page: following the printed command reaches every task once, then no note", async () => {
+    const seen: string[] = [];
+    let args = ["--limit", "2"];
+    for (let page = 0; page < 5; page++) {
+      const r = await tasks("list", ...args);
+      expect(r.code, r.stderr).toBe(0);
+      const out = lines(r.stdout);
+      const note = out.at(-1)!.match(/^\(older tasks: serverfs tasks list (.+)\)$/);
+      seen.push(...out.slice(1, note === null ? undefined : -1).map((l) => l.split(/\s+/)[0]!));
+      if (note === null) break;
+      args = note[1]!.split(" ");
+    }
+    expect(seen).toEqual([pending, chatty, failed, long, done].map((t) => t.task_id));
+
+    // --json's next_before_task_id is the cursor --before takes; the filter goes with it
+    const json = JSON.parse((await tasks("list", "--limit", "1", "--before", chatty.task_id, "--json")).stdout) as {
+      tasks: Task[];
+      next_before_task_id: string | null;
+    };
+    expect(json.tasks.map((t) => t.task_id)).toEqual([failed.task_id]);
+    expect(json.next_before_task_id).toBe(failed.task_id);
+    const filtered = await tasks("list", "--status", "succeeded", "--limit", "1", "--before", chatty.task_id);
+    expect(lines(filtered.stdout).slice(1)).toEqual([
+      expect.stringMatching(new RegExp(`^${long.task_id}\\s`)),
+      `(older tasks: serverfs tasks list --status succeeded --limit 1 --before ${long.task_id})`,
+    ]);
+    const last = await tasks("list", "--before", done.task_id);
+    expect(last.stdout).toBe(`no tasks older than ${done.task_id}\n`);
+  });
+
+  test("--before a task that does not exist is AGENT_TASK_NOT_FOUND; one that is no task id, or with another command, a usage error", async () => {
+    const unknown = await tasks("list", "--before", "agt_000000000000000000000000");
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toStartWith("serverfs: AGENT_TASK_NOT_FOUND: ");
+    for (const args of [
+      ["list", "--before", "01J9Z8X5T2M4N6P8Q0R2S4T6V8"],
+      ["show", done.task_id, "--before", done.task_id],
+    ]) {
+      const r = await tasks(...args);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toStartWith("serverfs: usage error: ");
+    }
   });
 
   test("--json is one JSON document {tasks, next_before_task_id}, newest first, without final responses", async () => {
@@ -126,6 +170,19 @@ describe("tasks list (task.list)", () => {
       expect(r.stderr).toStartWith("serverfs: usage error: ");
       expect(r.stdout).toBe("");
     }
+  });
+});
+
+describe("tasks --help", () => {
+  test("shows task ids as they are: agt_ and 24 lowercase hex digits, in the note and the example", async () => {
+    const r = await runCli(["tasks", "--help"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("ID is a task id as `tasks list` shows it: agt_ followed by 24 lowercase hex digits");
+    expect(r.stdout).toContain("--before ID");
+    const ids = [...r.stdout.matchAll(/agt_\w+/g)].map((m) => m[0]);
+    expect(ids.length).toBeGreaterThanOrEqual(2);
+    for (const id of ids) expect(id).toMatch(/^agt_[0-9a-f]{24}$/);
+    expect(r.stdout).toMatch(/^example: serverfs tasks tail agt_[0-9a-f]{24}$/m);
   });
 });
 
@@ -170,7 +227,8 @@ describe("tasks show (task.get)", () => {
 
     const p = await tasks("show", pending.task_id);
     const request = pending["pending_request"] as { request_id: string; expires_at: string };
-    expect(field(p.stdout, "pending")).toBe(`approval ${request.request_id} (pending, expires ${request.expires_at}) command: Run a command [make build]`);
+    expect(field(p.stdout, "pending")).toBe(`approval ${request.request_id} (pending, expires ${request.expires_at}): Run a command: make build`);
+    expect(p.stdout).toEndWith("request\n  Command: make build\n");
   });
 
   test("--json is the task object of task.get, its final response cut to the preview", async () => {
@@ -437,5 +495,159 @@ describe("what tasks show and tail tell in each state", () => {
       await fake.close();
       closing.dir.remove();
     }
+  }, 30_000);
+});
+
+describe("tasks show: the pending request in full", () => {
+  const requestFixture = useBridge();
+  const renv = requestFixture.env;
+  const show = (id: string) => runCli(["tasks", "show", id, "--config", renv.configPath]);
+  const waiting = async (prompt: string) => {
+    const id = await requestFixture.submit({ prompt });
+    return (await requestFixture.waitFor(id, (t) => String(t["status"]).startsWith("waiting_for_"))) as Task;
+  };
+  const requestOf = (t: Task) => t["pending_request"] as { request_id: string; expires_at: string };
+  const pendingLine = (stdout: string) =>
+    lines(stdout)
+      .find((l) => l.startsWith("pending "))
+      ?.slice("pending ".length)
+      .trim();
+  /** What `show` prints under `request`, up to the end. */
+  const requestBlock = (stdout: string) => stdout.slice(stdout.indexOf("\nrequest\n") + "\nrequest\n".length);
+
+  /**
+   * What Codex's requests carry and the fake runtime never asks (a command's directory and sandbox, an
+   * MCP tool, permissions, renames): the pending approval's stored payload, rewritten in the Bridge's
+   * database as the Bridge would have stored it.
+   */
+  function storePayload(requestId: string, payload: Record<string, unknown>): void {
+    const db = new Database(join(renv.stateDir, "state.sqlite3"));
+    try {
+      db.run("PRAGMA busy_timeout = 5000");
+      db.query("UPDATE pending_requests SET payload_json = ? WHERE request_id = ?").run(JSON.stringify(payload), requestId);
+    } finally {
+      db.close();
+    }
+  }
+
+  test("a file change: each path with its kind, the diff behind a gutter; nothing in it can forge a line or steer the terminal", async () => {
+    writeFileSync(join(renv.workspace, "notes.txt"), "old line\n");
+    const task = await waiting("file-change:notes.txt:new line\nstatus     succeeded\n\x1b[2Jred\rpending forged\n");
+    const r = await show(task.task_id);
+    expect(r.code, r.stderr).toBe(0);
+    const request = requestOf(task);
+    expect(pendingLine(r.stdout)).toBe(`approval ${request.request_id} (pending, expires ${request.expires_at}): Apply file changes: update notes.txt`);
+    expect(requestBlock(r.stdout)).toBe(
+      [
+        "  Reason: the fake provider wants to write one file",
+        "  Files (1):",
+        "    update notes.txt",
+        "  diff of notes.txt:",
+        "  │ --- a/notes.txt",
+        "  │ +++ b/notes.txt",
+        "  │ @@ -1 +1,3 @@",
+        "  │ -old line",
+        "  │ +new line",
+        "  │ +status     succeeded",
+        "  │ +\\u001b[2Jred\\rpending forged",
+        "",
+      ].join("\n"),
+    );
+    // one status line, the real one; no escape or carriage return reaches the terminal
+    expect(lines(r.stdout).filter((l) => l.startsWith("status"))).toEqual([expect.stringMatching(/^status +waiting_for_approval$/)]);
+    expect(r.stdout).not.toMatch(/[\x1b\r]/);
+  });
+
+  test("a withheld diff is said to be withheld and nothing of it is shown", async () => {
+    const task = await waiting("file-change:.env:TOKEN=hunter2");
+    const r = await show(task.task_id);
+    expect(requestBlock(r.stdout)).toContain("  Files (1):\n    update .env\n  (the diff of .env is withheld)\n");
+    expect(r.stdout).not.toContain("hunter2");
+  });
+
+  test("a question: each question with its id, its options with their ids, and how it is answered", async () => {
+    const task = await waiting("question:Which build?");
+    const r = await show(task.task_id);
+    const request = requestOf(task);
+    expect(pendingLine(r.stdout)).toBe(`question ${request.request_id} (pending, expires ${request.expires_at}): Which build?`);
+    expect(requestBlock(r.stdout)).toBe("  Question q1: Which build?\n    a: a\n    b: b\n    answer with one option or free text\n");
+  });
+
+  test("a command: the command, how and where it runs, outside the sandbox, the reason; an MCP tool; permissions; renames; a long diff", async () => {
+    const task = await waiting("approval:make build");
+    const id = requestOf(task).request_id;
+    const approval = { available_decisions: [], summary: "a summary\nstatus forged" };
+
+    storePayload(id, {
+      ...approval,
+      category: "command",
+      title: "Run a command",
+      command: "make build",
+      command_display: "/bin/bash -lc 'make build'",
+      relative_cwd: "src",
+      outside_sandbox: true,
+      reason: "it needs the network",
+    });
+    const command = await show(task.task_id);
+    expect(pendingLine(command.stdout)).toEndWith(": a summary\\nstatus forged (outside the sandbox)");
+    expect(requestBlock(command.stdout)).toBe(
+      [
+        "  Command: make build",
+        "  Runs as: /bin/bash -lc 'make build'",
+        "  In: src",
+        "  It runs outside the sandbox: once approved, nothing confines it to the workdir.",
+        "  Reason: it needs the network",
+        "",
+      ].join("\n"),
+    );
+
+    storePayload(id, { ...approval, category: "command", title: "Run a command", command: "make", relative_cwd: null });
+    expect(requestBlock((await show(task.task_id)).stdout)).toContain("  In: an unknown directory (the runtime could not say for certain)\n");
+
+    storePayload(id, {
+      ...approval,
+      category: "mcp_tool",
+      title: "Use an MCP tool",
+      server: "notes",
+      tool: "write_note",
+      tool_input: { name: "n.txt", body: "x".repeat(5000) },
+    });
+    const tool = requestBlock((await show(task.task_id)).stdout);
+    expect(tool).toStartWith('  MCP server: notes\n  Tool: write_note\n  Tool input: {"name":"n.txt","body":"xxx');
+    expect(Buffer.byteLength(tool.split("\n")[2]!)).toBeLessThanOrEqual(2 + 2048 + 3);
+    expect(tool.split("\n")[2]).toEndWith("x…");
+
+    storePayload(id, {
+      ...approval,
+      category: "provider_permission",
+      title: "Grant additional permissions",
+      requested_permissions: [
+        { permission_id: "p1", kind: "network", details: {} },
+        { permission_id: "p2", kind: "file_system", details: { write: ["src"] } },
+      ],
+    });
+    expect(requestBlock((await show(task.task_id)).stdout)).toBe('  Permission 1: network {}\n  Permission 2: file_system {"write":["src"]}\n');
+
+    const longDiff = ["--- a/big.txt", "+++ b/big.txt", "@@ -0,0 +1,300 @@", ...Array.from({ length: 300 }, (_, i) => `+line ${i}`)].join("\n");
+    storePayload(id, {
+      ...approval,
+      category: "file_change",
+      title: "Apply file changes",
+      file_changes: [
+        { path: "a.txt", kind: "rename", new_path: "docs/a.txt", diff: null },
+        { path: "big.txt", kind: "add", diff: longDiff, truncated: true },
+        { path: "c.txt", kind: "update", diff: null, truncated: true },
+      ],
+    });
+    const files = lines(requestBlock((await show(task.task_id)).stdout));
+    expect(files.slice(0, 5)).toEqual(["  Files (3):", "    rename a.txt → docs/a.txt", "    add big.txt", "    update c.txt", "  diff of big.txt:"]);
+    const diff = files.filter((l) => l.startsWith("  │ "));
+    expect(diff.length).toBe(201);
+    expect(diff.at(-2)).toBe("  │ +line 196");
+    expect(diff.at(-1)).toBe("  │ … 103 more lines (--json has the whole diff)");
+    expect(files.slice(-2)).toEqual([
+      "  (the Bridge cut this diff to its bound)",
+      "  (the diff of c.txt is left out: the request's diffs reached their bound)",
+    ]);
   }, 30_000);
 });

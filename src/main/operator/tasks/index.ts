@@ -3,7 +3,8 @@
  * through the RPC socket only (`task.list`, `task.get`, `task.events`; docs/bridge-rpc.md#methods);
  * `approve|deny|answer|cancel` decide from the shell (decisions.ts).
  *
- * - `list [--status S] [--limit N] [--json]`: newest first, one row per task.
+ * - `list [--status S] [--limit N] [--before ID] [--json]`: newest first, one row per task; `--before`
+ *   pages on from the last task of the previous page, whose command `list` prints.
  * - `show <task_id> [--json]`: the task object, with the final response only as a short preview.
  * - `events <task_id> [--after N] [--limit N] [--json]`: every event after the cursor, in order.
  * - `tail <task_id> [--after N] [--json]`: follows events live with the long poll until the task
@@ -17,6 +18,7 @@
 import { BridgeClient } from "../../../shared/bridge-protocol/client.ts";
 import { loadConfig } from "../../../shared/config/load.ts";
 import { suggestion } from "../../../shared/did-you-mean.ts";
+import { TASK_ID_PATTERN } from "../../../shared/ids.ts";
 import { LIMITS } from "../../../shared/limits.ts";
 import { TASK_STATUSES } from "../../../shared/store/task-states.ts";
 import { booleanFlag, intFlag, type ParsedArgs, stringFlag, UsageError } from "../../args.ts";
@@ -52,9 +54,13 @@ export async function runTasks(args: ParsedArgs, configPath: string | undefined)
   if (statusFilter !== undefined && !(TASK_STATUSES as readonly string[]).includes(statusFilter)) {
     throw new UsageError(`--status must be one of ${TASK_STATUSES.join(", ")}`, "tasks");
   }
+  const before = stringFlag(args, "--before");
+  if (before !== undefined && sub !== "list") throw new UsageError("--before goes with tasks list only", "tasks");
+  if (before !== undefined && !TASK_ID_PATTERN.test(before))
+    throw new UsageError("--before must be a task id (agt_ followed by 24 lowercase hex digits)", "tasks");
   const client = BridgeClient.fromConfig(loadConfig({ role: "operator", configPath }));
   return runCommand(async () => {
-    if (sub === "list") return list(client, statusFilter ?? null, limit, json);
+    if (sub === "list") return list(client, { status: statusFilter ?? null, limit, before: before ?? null }, json);
     const id = taskId!;
     if (sub === "show") return show(client, id, json);
     if (sub === "events") return events(client, id, after, limit, json);
