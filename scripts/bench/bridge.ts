@@ -21,8 +21,15 @@ import { join } from "node:path";
  *
  * `--burst` runs only the burst against the fake providers alone (200 tasks, 16 at a time) and
  * prints its JSON document.
+ *
+ * `--result-check` runs only the cost of the client's result check (docs/decisions.md, "The Bridge
+ * client checks every result"): a `task.get` answer checked against its schema in process, next to
+ * a whole `BridgeClient.call("task.get")` as the MCP side makes it, and prints its JSON document.
  */
 import type { Socket } from "bun";
+import * as v from "valibot";
+import { BridgeClient } from "../../src/shared/bridge-protocol/client.ts";
+import { METHOD_RESULTS } from "../../src/shared/bridge-protocol/results.ts";
 import { newTaskId } from "../../src/shared/ids.ts";
 import { resultsDir, writeSpool } from "../../src/shared/spool.ts";
 import { hoursBeforeIso, nowIso } from "../../src/shared/time.ts";
@@ -669,7 +676,50 @@ const burstOnly = () =>
 const faults = () =>
   partAlone("serverfs bridge: faults", async (live, envs) => ({ method: { submit_burst: BURST_METHOD }, submit_burst: await bursts(live, envs) }));
 
+const RESULT_CHECK = { checks: 20_000, calls: 400, rounds: 5 };
+const RESULT_CHECK_METHOD = `one finished fake task (a 4 KiB final response, its manifest): its task.get answer, as JSON.parse gives it, checked against METHOD_RESULTS["task.get"] ${RESULT_CHECK.checks} times in process (µs per check); BridgeClient.call("task.get") ${RESULT_CHECK.calls} times one after another, each a fresh connection as the MCP side makes it, the check included (p50 ms); ${RESULT_CHECK.rounds} rounds, medians; share = check ÷ call`;
+
+/** What the client's check of every result costs on `task.get`, against the call it is part of. */
+const resultCheck = () =>
+  partAlone("serverfs bridge: the client's result check", async (live, envs) => {
+    const env = bridgeEnv({ lifecycle: LIFECYCLE });
+    envs.add(env);
+    const { bridge } = await timedStart(env, live);
+    const { task_id } = await call<{ task_id: string }>(env.socketPath, "task.submit", {
+      runtime: "fake",
+      workdir: "repo",
+      path: "",
+      profile: "review",
+      prompt: `complete:${"r".repeat(4096)}`,
+    });
+    await waitForTask(env.socketPath, task_id, isTerminalTask);
+    const answer = await call(env.socketPath, "task.get", { task_id });
+    const client = new BridgeClient({ socketPath: env.socketPath, timeoutMs: 30_000, knownPaths: [] });
+    const rounds: { check_us: number; call_p50_ms: number }[] = [];
+    for (let round = 1; round <= RESULT_CHECK.rounds; round++) {
+      log(`result check ${round}/${RESULT_CHECK.rounds}`);
+      const began = performance.now();
+      for (let i = 0; i < RESULT_CHECK.checks; i++) if (!v.safeParse(METHOD_RESULTS["task.get"], answer).success) throw new Error("the answer does not fit");
+      const checkUs = ((performance.now() - began) * 1000) / RESULT_CHECK.checks;
+      const calls: number[] = [];
+      for (let i = 0; i < RESULT_CHECK.calls; i++) {
+        const started = performance.now();
+        await client.call("task.get", { task_id });
+        calls.push(performance.now() - started);
+      }
+      rounds.push({ check_us: Math.round(checkUs * 100) / 100, call_p50_ms: ms(median(calls)) });
+    }
+    await stopBridge(bridge, live);
+    const checkUs = median(rounds.map((r) => r.check_us));
+    const callMs = median(rounds.map((r) => r.call_p50_ms));
+    return {
+      method: { result_check: RESULT_CHECK_METHOD },
+      result_check: { check_us: checkUs, call_p50_ms: callMs, share: Math.round((checkUs / 1000 / callMs) * 10_000) / 10_000, rounds },
+    };
+  });
+
 if (process.argv[2] === "--echo-server") serveEcho(process.argv[3]!);
+else if (process.argv[2] === "--result-check") await resultCheck();
 else if (process.argv[2] === "--faults") await faults();
 else if (process.argv[2] === "--lines") await longLines();
 else if (process.argv[2] === "--burst") await burstOnly();

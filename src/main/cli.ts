@@ -118,13 +118,14 @@ const RUNNERS: Record<string, Runner> = {
     return -1;
   },
   bridge: async (_, configPath) => (await import("./bridge/startup.ts")).runBridge(configPath),
-  tasks: async (args, configPath) => (await import("./operator/tasks.ts")).runTasks(args, configPath),
+  tasks: async (args, configPath) => (await import("./operator/tasks/index.ts")).runTasks(args, configPath),
   doctor: async (_, configPath) => (await import("./operator/doctor.ts")).runDoctor(configPath),
   recovery: async (args, configPath) => (await import("./operator/recovery.ts")).runRecovery(args, configPath),
   demo: async () => (await import("./demo/run.ts")).runDemo(),
   init: async (args, configPath) => (await import("./operator/init.ts")).runInit(args, configPath),
   connect: async (args, configPath) => (await import("./operator/init.ts")).runConnect(args, configPath),
   backup: async (args, configPath) => (await import("./operator/backup.ts")).runBackup(args, configPath),
+  console: async (args, configPath) => (await import("./console/command.ts")).runConsole(args, configPath),
 };
 
 /** What follows a usage error: the command's synopsis (or the program's), and where the rest is. */

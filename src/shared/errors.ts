@@ -104,6 +104,7 @@ export const ERROR_CODES = [
   "AGENT_EVENT_LIMIT_REACHED",
   "AGENT_INTERACTION_TOO_LARGE",
   "AGENT_RESULT_TOO_LARGE",
+  "AGENT_BUDGET_EXCEEDED",
   "AGENT_RESULT_NOT_RETRIEVABLE",
   "AGENT_RESULT_STORAGE_ERROR",
   "INVALID_RESULT_OFFSET",
@@ -129,11 +130,16 @@ export const ERROR_CODE_PATTERN = /^[A-Z][A-Z0-9_]{2,}$/;
 
 export class ServerFsError extends Error {
   override readonly name = "ServerFsError";
+  /**
+   * `cause` is the error this one was mapped from (an OS error, an unexpected throw): kept for the
+   * debug log's trace (error-trace.ts), never shown — `toText()` and the message leave it out.
+   */
   constructor(
     readonly code: ErrorCode,
     message: string,
+    options?: { cause?: unknown },
   ) {
-    super(message);
+    super(message, options);
   }
 
   /** The `CODE: message` form every surface shows. */

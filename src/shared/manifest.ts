@@ -62,6 +62,18 @@ export interface Manifest {
   correlation_id: string | null;
   deadline_at: string;
   idempotency_key: string | null;
+  /**
+   * The model, effort and budget the run was given (docs/task-model.md#the-execution-manifest); absent
+   * from a manifest written before they existed, which hashes as it was written.
+   */
+  choices?: ManifestChoices;
+}
+
+/** The budget in millionths of a dollar: canonical JSON holds integers only. */
+export interface ManifestChoices {
+  model: string | null;
+  effort: string | null;
+  max_budget_micro_usd: number | null;
 }
 
 export interface ManifestInput {
@@ -76,6 +88,8 @@ export interface ManifestInput {
   correlationId: string | null;
   deadlineAt: string;
   idempotencyKey: string | null;
+  /** Absent: nothing asked, recorded as nulls. */
+  choices?: ManifestChoices;
 }
 
 export interface BuiltManifest {
@@ -123,6 +137,7 @@ export function buildManifest(input: ManifestInput): BuiltManifest {
     correlation_id: input.correlationId,
     deadline_at: input.deadlineAt,
     idempotency_key: input.idempotencyKey,
+    choices: { model: input.choices?.model ?? null, effort: input.choices?.effort ?? null, max_budget_micro_usd: input.choices?.max_budget_micro_usd ?? null },
   };
   const json = canonicalJson(manifest);
   return { manifest, json, sha256: sha256Hex(json) };

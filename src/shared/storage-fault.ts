@@ -20,6 +20,6 @@ export function isStorageFault(e: unknown): boolean {
   return SQLITE_STORAGE.test(code) || FS_STORAGE.has(code);
 }
 
-/** The one error a storage fault becomes; it names no path and no SQLite detail. */
-export const storageError = (): ServerFsError =>
-  new ServerFsError("BRIDGE_STORAGE_ERROR", "the Bridge could not write its state (the disk is full or failing, or the database is locked)");
+/** The one error a storage fault becomes; it names no path and no SQLite detail (`cause`, the fault, is for the debug log only). */
+export const storageError = (cause?: unknown): ServerFsError =>
+  new ServerFsError("BRIDGE_STORAGE_ERROR", "the Bridge could not write its state (the disk is full or failing, or the database is locked)", { cause });

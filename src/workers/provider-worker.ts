@@ -7,7 +7,7 @@
  * through the proxied `ProviderHost`.
  */
 import * as Comlink from "comlink";
-import { AuditLog } from "../shared/audit.ts";
+import { openAuditLog } from "../shared/audit-file.ts";
 import { byteSize } from "../shared/byte-size.ts";
 import { exposeApi, type StartedWorker, startWorker } from "../shared/comlink-worker.ts";
 import type { ConfigFile } from "../shared/config/schema.ts";
@@ -145,6 +145,7 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
     prompt: spec.prompt,
     profile: spec.profile,
     continueNativeSessionId: spec.continueNativeSessionId,
+    choices: spec.choices,
     mark: spec.mark,
     env: providerEnv,
     keepBytes: keep,
@@ -180,7 +181,12 @@ async function run(spec: RunSpec, host: ProviderHost): Promise<RunReport> {
     // the task running (docs/task-model.md#execution steps 3–4), so a running task always takes steering.
     // The writer serves calls in order, so the batches before this commit before `task.started`
     // and the ones after it after, without waiting here.
-    started: () => batcher.inOrder(() => eventWriter().started(spec.taskId, spec.runtime).catch(unstored)),
+    started: () =>
+      batcher.inOrder(() =>
+        eventWriter()
+          .started(spec.taskId, { runtime: spec.runtime, ...spec.choices })
+          .catch(unstored),
+      ),
   };
 
   const handle = adapter.start(ctx);
@@ -224,8 +230,8 @@ function finalOutcome(outcome: Outcome, brokenBy: ErrorCode | null, redactor: Re
 }
 
 const api: ProviderWorkerApi & { configure(file: Pick<ConfigFile, "bridge" | "runtimes">, options: RuntimeOptions): void } = {
-  async init(stateDir, logLevel) {
-    db = Store.open(stateDir, { log: new AuditLog(logLevel) });
+  async init(stateDir, logLevel, auditFile) {
+    db = Store.open(stateDir, { log: openAuditLog(logLevel, auditFile) });
     const started = startWorker<EventWriterApi>(workerUrl("event-writer"), () => new ServerFsError("BRIDGE_STORAGE_ERROR", "the event writer stopped"));
     writer = started;
     // A writer lost on its own would leave every later run unable to store an event; this worker ends
@@ -234,7 +240,7 @@ const api: ProviderWorkerApi & { configure(file: Pick<ConfigFile, "bridge" | "ru
     void started.exited.then(() => {
       if (writer === started) process.exit(1);
     });
-    await started.remote.init(stateDir, logLevel);
+    await started.remote.init(stateDir, logLevel, auditFile);
   },
   configure(file, options) {
     adapters = createAdapters(file, options);

@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { call, codeOf, isTerminalTask, rpc, submitTask } from "../helpers/bridge.ts";
-import { FAKE_RUNTIME_ENTRY, TASK_OBJECT_FIELDS } from "../helpers/contract-shapes.ts";
+import { FAKE_RUNTIME_LISTED, TASK_OBJECT_FIELDS } from "../helpers/contract-shapes.ts";
 import { useBridge } from "../helpers/use-bridge.ts";
 import { exchange, RawConnection, request } from "./rpc-wire.ts";
 
@@ -149,7 +149,7 @@ describe("parameter rules", () => {
 describe("methods", () => {
   test("runtime.list lists the enabled fake runtime with every capability", async () => {
     expect(await call(sock, "runtime.list")).toEqual({
-      runtimes: [FAKE_RUNTIME_ENTRY],
+      runtimes: [FAKE_RUNTIME_LISTED],
     });
   });
 

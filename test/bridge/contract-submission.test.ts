@@ -9,7 +9,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { canonicalJson, sha256Hex } from "../../src/shared/canonical-json.ts";
-import { call, codeOf, isTerminalTask, rpc, submitTask } from "../helpers/bridge.ts";
+import { allEvents, call, codeOf, isTerminalTask, rpc, submitTask } from "../helpers/bridge.ts";
 import { DEFAULT_MANIFEST_LIMITS } from "../helpers/contract-shapes.ts";
 import { poll } from "../helpers/poll.ts";
 import { useBridge } from "../helpers/use-bridge.ts";
@@ -226,6 +226,45 @@ describe("submission step 6: idempotency", () => {
   });
 });
 
+describe("model, effort and budget (docs/runtimes.md#models-effort-and-budget)", () => {
+  const refused = async (params: Record<string, unknown>) => {
+    const r = await submitTask(sock, { prompt: "complete:x", ...params });
+    return { code: r.error?.code, message: r.error?.message ?? "" };
+  };
+
+  test("an unknown model, an effort the model lacks, a budget the runtime cannot enforce: INVALID_ARGUMENT naming the allowed values", async () => {
+    expect(await refused({ model: "gpt-5.5" })).toEqual({
+      code: "INVALID_ARGUMENT",
+      message: "this model is not offered by this runtime; allowed: fake-model",
+    });
+    expect(await refused({ model: "fake-model", effort: "max" })).toEqual({
+      code: "INVALID_ARGUMENT",
+      message: "this effort is not supported by the model; allowed: low, high",
+    });
+    expect(await refused({ effort: "max" })).toMatchObject({ code: "INVALID_ARGUMENT" });
+    expect(await refused({ max_budget_usd: 1 })).toEqual({
+      code: "INVALID_ARGUMENT",
+      message: "this runtime enforces no budget; max_budget_usd is honoured by: claude",
+    });
+    expect(await refused({ max_budget_usd: "1" })).toMatchObject({ code: "INVALID_REQUEST" });
+  });
+
+  test("what was given is in the manifest and task.started; a continuation keeps it unless it overrides it; another choice under the same key is a conflict", async () => {
+    const first = await finished({ prompt: "complete:one", model: "fake-model", effort: "high", idempotency_key: "k-model" });
+    const choices = { model: "fake-model", effort: "high", max_budget_micro_usd: null };
+    expect((first["manifest"] as Record<string, unknown>)["choices"]).toEqual(choices);
+    expect(sha256Hex(canonicalJson(first["manifest"]))).toBe(first["manifest_sha256"] as string);
+    const started = (await allEvents(env.socketPath, first["task_id"] as string)).filter((e) => e.event_type === "task.started");
+    expect(started.map((e) => e.payload)).toEqual([{ runtime: "fake", model: "fake-model", effort: "high", max_budget_usd: null }]);
+    expect(await submitCode({ prompt: "complete:one", model: "fake-model", effort: "low", idempotency_key: "k-model" })).toBe("AGENT_IDEMPOTENCY_CONFLICT");
+
+    const kept = await finished({ prompt: "complete:two", continue_from_task_id: first["task_id"] });
+    expect((kept["manifest"] as Record<string, unknown>)["choices"]).toEqual(choices);
+    const changed = await finished({ prompt: "complete:three", continue_from_task_id: first["task_id"], effort: "low" });
+    expect((changed["manifest"] as Record<string, unknown>)["choices"]).toEqual({ ...choices, effort: "low" });
+  });
+});
+
 describe("execution manifest", () => {
   test("immutable manifest creation and exact SHA-256 verification: the manifest fields, canonical JSON hashing to manifest_sha256", async () => {
     const t = await finished({ prompt: "complete:m", path: "src", correlation_id: "m-1", idempotency_key: "k-manifest" });
@@ -245,6 +284,7 @@ describe("execution manifest", () => {
       correlation_id: "m-1",
       deadline_at: t["deadline_at"],
       idempotency_key: "k-manifest",
+      choices: { model: null, effort: null, max_budget_micro_usd: null },
     });
     expect(Date.parse(t["deadline_at"] as string) - Date.parse(t["created_at"] as string)).toBe(86_400_000);
     expect(JSON.stringify(manifest)).not.toContain(env.dir.path);

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, chownSync, existsSync, linkSync, lstatSync, mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type RpcServer, type RpcServerOptions, startRpcServer } from "../../src/main/bridge/rpc/server.ts";
+import { type RequestContext, type RpcServer, type RpcServerOptions, startRpcServer } from "../../src/main/bridge/rpc/server.ts";
 import { BUN, type TempDir, tempDir } from "../helpers/workspace.ts";
-import { exchange, heldUntilAbort, RawConnection, request } from "./rpc-wire.ts";
+import { exchange, heldUntilAbort, protocolHandlers, RawConnection, request } from "./rpc-wire.ts";
 
 let dir: TempDir;
 let n = 0;
@@ -24,13 +24,13 @@ function start(socketPath: string, overrides: Partial<RpcServerOptions> = {}): P
     socketPath,
     peer: { uid: -1, gid: -1 },
     sharingGid: null,
-    handlers: {
-      "task.get": async (p) => ({ task_id: p.task_id }),
-      "task.events": async (_, ctx) => {
+    handlers: protocolHandlers({
+      "task.get": async (p: { task_id: string }) => ({ task_id: p.task_id }),
+      "task.events": async (_: unknown, ctx: RequestContext) => {
         await heldUntilAbort(ctx.signal, 8000);
         return { aborted: ctx.signal.aborted };
       },
-    },
+    }),
     isClosing: () => false,
     ...overrides,
   });
@@ -226,13 +226,15 @@ describe("shutdown step 1", () => {
     const s = await start(p);
     const polling = await RawConnection.open(p);
     const idle = await RawConnection.open(p);
-    polling.send(`${request("task.events", { task_id: "t", wait_ms: 8000 }, "poll")}\n`);
+    const POLL_WAIT_MS = 8000;
+    polling.send(`${request("task.events", { task_id: "t", wait_ms: POLL_WAIT_MS }, "poll")}\n`);
     // a moment for the poll to reach its handler: an in-flight poll is the case under test
     await Bun.sleep(100);
     const started = Date.now();
     await s.close();
+    // the close answered the poll (aborted), long before its own wait would have
     expect(await polling.next()).toEqual({ request_id: "poll", ok: true, result: { aborted: true } });
-    expect(Date.now() - started).toBeLessThan(2000);
+    expect(Date.now() - started).toBeLessThan(POLL_WAIT_MS / 2);
     idle.send(`${request("task.get", { task_id: "t" }, "after")}\n`);
     expect(await idle.next()).toMatchObject({ request_id: "after", error: { code: "BRIDGE_CLOSED" } });
     await expect(RawConnection.open(p)).rejects.toThrow();

@@ -4,6 +4,7 @@
  * a test chooses (to drive the MCP client's mapping table). Every wait is bounded.
  */
 import { connect, createServer, type Server, type Socket } from "node:net";
+import type { MethodHandlers, RequestContext } from "../../src/main/bridge/rpc/server.ts";
 
 const BOUND_MS = 10_000;
 
@@ -14,6 +15,13 @@ function bounded<T>(p: Promise<T>, what: string, ms = BOUND_MS): Promise<T> {
   });
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
+
+/**
+ * Handlers for the suites of the envelope and the socket, which answer what no method's result
+ * schema describes (an echo of the params, an array, 1 MiB of text): those layers never look inside
+ * a result, so the typed table (bridge-protocol/results.ts) is set aside here, and only here.
+ */
+export const protocolHandlers = (table: Record<string, (params: never, ctx: RequestContext) => unknown>): MethodHandlers => table as MethodHandlers;
 
 /** A fake handler's long poll: it holds its request until `ms` pass or the request is aborted. */
 export function heldUntilAbort(signal: AbortSignal, ms: number): Promise<void> {

@@ -29,6 +29,7 @@ export const TASK_OBJECT_FIELDS = [
   "error_message",
   "pending_request_id",
   "pending_request",
+  "usage",
   "submitter",
 ] as const;
 
@@ -42,6 +43,12 @@ export const FAKE_RUNTIME_ENTRY = {
   interactive_approval: true,
   interactive_question: true,
   in_flight_recovery: "session-resume",
+} as const;
+
+/** The same entry as `runtime.list` and list_agent_runtimes show it: with the fake runtime's one model. */
+export const FAKE_RUNTIME_LISTED = {
+  ...FAKE_RUNTIME_ENTRY,
+  models: [{ model: "fake-model", efforts: ["low", "high"], default_effort: "low", is_default: true }],
 } as const;
 
 /**

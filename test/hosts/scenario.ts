@@ -7,7 +7,7 @@
  * the host returned to the model so far, so nothing here knows a revision or task id in advance.
  */
 
-import { HOST_INLINE_CHUNK_BYTES } from "../../src/main/mcp/agent/proxy-tools.ts";
+import { HOST_INLINE_CHUNK_BYTES } from "../../src/main/mcp/agent/read-agent-task-result.ts";
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, startBridgeProcess } from "../helpers/bridge.ts";
 import { startStdio } from "../helpers/mcp-client.ts";
 

@@ -10,15 +10,16 @@ import { join } from "node:path";
 import { newMark, newTaskId } from "../../src/shared/ids.ts";
 import { terminateProcessGroup } from "../../src/shared/process-group.ts";
 import { createClaudeAdapter } from "../../src/workers/providers/claude.ts";
-import type {
-  ApprovalPayload,
-  Decision,
-  NativeFacts,
-  Outcome,
-  QuestionPayload,
-  QuestionResolution,
-  RunContext,
-  RunHandle,
+import {
+  type ApprovalPayload,
+  type Decision,
+  type NativeFacts,
+  NO_CHOICES,
+  type Outcome,
+  type QuestionPayload,
+  type QuestionResolution,
+  type RunContext,
+  type RunHandle,
 } from "../../src/workers/providers/types.ts";
 import { CLAUDE_BIN, CLAUDE_PACKAGE, CLAUDE_PRESENT, claudeOfflineEnv, cliMissing, claudeHome as freshClaudeHome } from "../fixtures/agent-stack.ts";
 import { ASK_COLOUR, type MockAnthropic, type MockRequest, type MockStep, startMockAnthropic } from "../fixtures/mock-anthropic.ts";
@@ -99,6 +100,7 @@ function run(s: ReturnType<typeof setup>, prompt: string, o: RunOptions = {}): R
     prompt,
     profile: "workspace-write",
     continueNativeSessionId: o.continueFrom ?? null,
+    choices: NO_CHOICES,
     mark,
     env: { PATH: process.env["PATH"], ...s.env },
     emit(type, payload) {
@@ -198,13 +200,15 @@ describe.skipIf(!PRESENT)("runtime.list entry for claude", () => {
   test("a --version that outlives probe_timeout_seconds is available: false, on time", async () => {
     const ws = tempDir("sfs-claude-probe-");
     dirs.push(ws);
-    const slow = ws.file("slow-claude", "#!/bin/sh\nexec sleep 30\n");
+    const SLOW_MS = 30_000;
+    const slow = ws.file("slow-claude", `#!/bin/sh\nexec sleep ${SLOW_MS / 1000}\n`);
     chmodSync(slow, 0o755);
     const began = Date.now();
     const info = await createClaudeAdapter({ bin: slow, config_dir: "", probe_timeout_seconds: 1 }).probe();
     expect(info).toMatchObject({ available: false, version: null });
-    expect(Date.now() - began).toBeLessThan(5000);
-  }, 10_000);
+    // ended by its 1 s bound, long before the binary would have answered
+    expect(Date.now() - began).toBeLessThan(SLOW_MS / 2);
+  }, 30_000);
 });
 
 describe.skipIf(!PRESENT)("docs/runtimes.md claude: a plain turn", () => {

@@ -11,7 +11,15 @@ import { ServerFsError } from "../../src/shared/errors.ts";
 import { newMark, newTaskId } from "../../src/shared/ids.ts";
 import { terminateProcessGroup } from "../../src/shared/process-group.ts";
 import { type CodexSettings, createCodexAdapter } from "../../src/workers/providers/codex.ts";
-import type { ApprovalPayload, Decision, NativeFacts, Outcome, RunContext, RunHandle } from "../../src/workers/providers/types.ts";
+import {
+  type ApprovalPayload,
+  type Decision,
+  type NativeFacts,
+  NO_CHOICES,
+  type Outcome,
+  type RunContext,
+  type RunHandle,
+} from "../../src/workers/providers/types.ts";
 import { CODEX_BIN, CODEX_PRESENT, CODEX_VERSION, cliMissing, codexHome } from "../fixtures/agent-stack.ts";
 import { type MockOpenAI, type MockStep, startMockOpenAI } from "../fixtures/mock-openai.ts";
 import { allEvents, bridgeEnv, call, isTerminalTask, startBridgeProcess, waitForTask } from "../helpers/bridge.ts";
@@ -85,6 +93,7 @@ function run(h: Harness, prompt: string, o: RunOptions = {}): Recorded {
     prompt,
     profile: o.profile ?? "workspace-write",
     continueNativeSessionId: o.continueFrom ?? null,
+    choices: NO_CHOICES,
     mark,
     env: { ...process.env, ...MOCK_ENV },
     emit: (type, payload) => rec.events.push({ type, payload }),

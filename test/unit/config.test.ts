@@ -28,6 +28,7 @@ describe("docs/configuration.md defaults", () => {
     const c = build({});
     expect(c.server.log_level).toBe("info");
     expect(c.server.elicitation).toBe(true);
+    expect(c.server.protocol_revisions).toEqual(["2025-11-25"]);
     expect(c.limits).toEqual({
       default_list_limit: 100,
       max_list_entries: 500,
@@ -97,6 +98,11 @@ describe("docs/configuration.md validation: unknown keys and wrong types name th
   test("missing required workdir key", () => refuses({ workdirs: [{ slot: 1, alias: "a" }] }, /path: required key is missing/));
   test("log_level enum", () => refuses({ server: { log_level: "loud" } }, /server\.log_level/));
   test("elicitation is a boolean", () => refuses({ server: { elicitation: "yes" } }, /server\.elicitation/));
+  test("protocol_revisions names served revisions, at least one", () => {
+    refuses({ server: { protocol_revisions: ["2025-06-18"] } }, /server\.protocol_revisions/);
+    refuses({ server: { protocol_revisions: [] } }, /server\.protocol_revisions: invalid value \(expected >=1\)/);
+    expect(build({ server: { protocol_revisions: ["2026-07-28"] } }).server.protocol_revisions).toEqual(["2026-07-28"]);
+  });
 });
 
 describe("docs/configuration.md cross-checks", () => {

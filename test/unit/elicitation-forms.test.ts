@@ -9,7 +9,18 @@ import { formFor } from "../../src/main/mcp/agent/elicitation/pending-form.ts";
 
 const TASK = `agt_${"1".repeat(24)}`;
 const REQ = `req_${"2".repeat(24)}`;
-const pending = (kind: string, payload: Record<string, unknown>) => ({ request_id: REQ, kind, status: "pending", payload });
+/** A pending request as task.get answers it. */
+const pending = (kind: "approval" | "question", payload: Record<string, unknown>) => ({
+  request_id: REQ,
+  task_id: TASK,
+  kind,
+  status: "pending" as const,
+  payload,
+  created_at: "2026-01-01T00:00:00.000Z",
+  expires_at: null,
+  resolved_at: null,
+  resolution: null,
+});
 const props = (f: ReturnType<typeof formFor>) => f.form.requestedSchema.properties as Record<string, Record<string, unknown>>;
 
 describe("approval forms", () => {

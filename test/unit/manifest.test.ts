@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import { canonicalJson } from "../../src/shared/canonical-json.ts";
 import { buildManifest, type ManifestInput, policySha256 } from "../../src/shared/manifest.ts";
 import { DEFAULT_MANIFEST_LIMITS } from "../helpers/contract-shapes.ts";
+import { insert, openStore } from "./store-fixtures.ts";
 
 const SPEC_POLICY_EXAMPLE = '{"agent_mode":"workspace-write","agent_runtimes":["claude","codex"],"alias":"repo","read_only":false,"slot":1}';
 const sha = (s: string) => createHash("sha256").update(s, "utf8").digest("hex");
@@ -54,7 +55,13 @@ describe("manifest fields", () => {
       correlation_id: "ticket-42",
       deadline_at: "2026-01-06T10:00:00.000Z",
       idempotency_key: "k-1",
+      choices: { model: null, effort: null, max_budget_micro_usd: null },
     });
+  });
+
+  test("the model, effort and budget the run was given are recorded, the budget in micro-dollars", () => {
+    const { manifest } = buildManifest({ ...input, choices: { model: "gpt-5.5", effort: "high", max_budget_micro_usd: 2_500_000 } });
+    expect(manifest.choices).toEqual({ model: "gpt-5.5", effort: "high", max_budget_micro_usd: 2_500_000 });
   });
 
   test("configured lifecycle values are recorded as they are in effect", () => {
@@ -92,6 +99,22 @@ describe("hash", () => {
     expect(built.sha256).toBe(sha(built.json));
     const reread = JSON.parse(built.json) as unknown;
     expect(sha(canonicalJson(reread))).toBe(built.sha256);
+  });
+
+  test("a manifest written before choices existed (no `choices`) still verifies, as it was written", () => {
+    // the canonical JSON a Bridge before model choices wrote: every field of today's but `choices`
+    const { choices: _, ...old } = buildManifest(input).manifest;
+    const json = canonicalJson(old);
+    const stored = { json, sha256: sha(json) };
+    const store = openStore();
+    try {
+      const taskId = insert(store.store, { manifest_json: stored.json, manifest_sha256: stored.sha256 });
+      const task = store.store.getTaskObject(taskId)!;
+      expect(task.manifest).not.toHaveProperty("choices");
+      expect(sha(canonicalJson(task.manifest))).toBe(task.manifest_sha256!);
+    } finally {
+      store.close();
+    }
   });
 
   test("the manifest names no host path", () => {

@@ -4,9 +4,9 @@
  * test/e2e/mcp-tasks.test.ts, runs the rest against real processes; no elicitation is connected yet).
  */
 import { describe, expect, test } from "bun:test";
+import type { ServerContext } from "@modelcontextprotocol/server";
 import type { BridgeCaller } from "../../src/main/mcp/agent/agent-tool.ts";
 import { BridgeTaskStore } from "../../src/main/mcp/tasks/bridge-task-store.ts";
-import type { TaskCallExtra } from "../../src/main/mcp/tasks/elicitation-seam.ts";
 import { type BridgeTask, isTerminalTask, POLL_INTERVAL_MS, toMcpTask } from "../../src/main/mcp/tasks/mcp-task.ts";
 import { progressMessage } from "../../src/main/mcp/tasks/progress-message.ts";
 import { awaitTaskResult } from "../../src/main/mcp/tasks/task-result.ts";
@@ -140,15 +140,17 @@ describe("tasks/result hands each pending request to the elicitation seam once",
     });
     const handed: string[] = [];
     const notes: unknown[] = [];
-    const extra = {
-      signal: new AbortController().signal,
-      _meta: { progressToken: "p1" },
-      sendNotification: async (n: unknown) => {
-        notes.push(n);
+    const ctx = {
+      mcpReq: {
+        signal: new AbortController().signal,
+        _meta: { progressToken: "p1" },
+        notify: async (n: unknown) => {
+          notes.push(n);
+        },
       },
-    } as unknown as TaskCallExtra;
+    } as unknown as ServerContext;
 
-    const result = await awaitTaskResult(TASK_ID, extra, {
+    const result = await awaitTaskResult(TASK_ID, ctx, {
       store,
       bridge,
       signal: new AbortController().signal,

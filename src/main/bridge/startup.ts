@@ -5,9 +5,11 @@
  * start to reconcile.
  */
 import * as Comlink from "comlink";
-import { AuditLog } from "../../shared/audit.ts";
+import type { AuditLog } from "../../shared/audit.ts";
+import { openAuditLog } from "../../shared/audit-file.ts";
 import { type StartedWorker, startWorker } from "../../shared/comlink-worker.ts";
 import { type Config, ConfigError, groupSharing, loadConfig } from "../../shared/config/load.ts";
+import { errorTrace } from "../../shared/error-trace.ts";
 import { ServerFsError } from "../../shared/errors.ts";
 import { PRIVATE_DIR } from "../../shared/fs/modes.ts";
 import { removeLeftoverGuardTemps } from "../../shared/leases/guard-files.ts";
@@ -22,13 +24,15 @@ import { Workspaces } from "../../shared/workspace.ts";
 import type { MaintenanceApi, PassFailure, PassReport, TimesSnapshot } from "../../workers/maintenance-worker.ts";
 import type { ProviderWorker } from "../../workers/provider-worker.ts";
 import { createAdapters, type RuntimeOptions } from "../../workers/runtimes.ts";
+import { installFatalHandlers } from "../fatal-errors.ts";
 import { acquireInstanceLock, acquireLockDirLock, type InstanceLock } from "./instance-lock.ts";
+import { BridgeMetrics } from "./metrics.ts";
 import { reconcileAtStartup } from "./reconciliation.ts";
 import { startRpcServer } from "./rpc/server.ts";
 import { bridgeHandlers } from "./rpc-handlers.ts";
 import { RuntimeProbes } from "./service/runtime-probes.ts";
 import { singleFlight } from "./service/single-flight.ts";
-import { TaskService } from "./service/task-service.ts";
+import { SHUTDOWN_BOUND_MS, TaskService } from "./service/task-service.ts";
 import { startSpoolWorker } from "./spool-client.ts";
 
 export interface RunningBridge {
@@ -39,12 +43,17 @@ export interface RunningBridge {
   terminateProviderWorker(): void;
 }
 
+/** Beyond the providers' stop bound: closing the socket, the workers and the store. */
+const FATAL_MARGIN_MS = 5_000;
+
 const lost = (what: string) => () => new ServerFsError("BRIDGE_PROTOCOL_ERROR", `the ${what} worker stopped`);
 
 const defaultRuntimeOptions = (): RuntimeOptions => (isCompiled() ? { fakeCommand: selfCommand("__fake-provider") } : {});
 
 export async function startBridge(config: Config, options: RuntimeOptions = defaultRuntimeOptions()): Promise<RunningBridge> {
-  const audit = new AuditLog(config.server.log_level);
+  const audit = openAuditLog(config.server.log_level, config.audit);
+  // before reconciliation, so the recoveries it audits are counted
+  const metrics = new BridgeMetrics(audit);
   const { stateDir, lockDir } = config.bridge;
   const sharingGid = groupSharing(config);
 
@@ -77,7 +86,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
     const startProvider = async () => {
       const w = startWorker<ProviderWorker>(workerUrl("provider-worker"), lost("provider"));
       workers.push(w);
-      await w.remote.init(stateDir, config.server.log_level);
+      await w.remote.init(stateDir, config.server.log_level, config.audit);
       await w.remote.configure({ bridge: config.file.bridge, runtimes: config.file.runtimes }, options);
       return w;
     };
@@ -93,6 +102,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
       store,
       workspaces: new Workspaces(config),
       audit,
+      metrics,
       probes,
       provider: provider.remote,
       spool: spool.remote,
@@ -110,7 +120,9 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
         liveTaskIds: () => service.liveTaskIds(),
         providersGone: (findings: SweepFinding[]) => service.providersGone(findings),
         stateLost: () => service.stateLost(),
-        passed: (report: PassReport) => audit.info("maintenance_pass", { ...report }),
+        // an idle Bridge passes every interval: a pass that changed nothing is detail (debug), one that did something is news
+        passed: (report: PassReport) =>
+          audit.emit(report.gc_deleted + report.gc_skipped + report.findings === 0 ? "DEBUG" : "INFO", "maintenance_pass", { ...report }),
         passFailed: (failure: PassFailure) => audit.warn("maintenance_pass_failed", { ...failure }),
       }),
     );
@@ -122,6 +134,8 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
       handlers: bridgeHandlers(service),
       isClosing: () => service.isClosing,
       onWrote: (bytes) => service.noteAnswered(bytes),
+      // the peer gets a generic BRIDGE_PROTOCOL_ERROR; the debug log what failed (never its message)
+      onUnexpected: (method, e) => audit.debug("rpc_unexpected_error", { method, ...errorTrace(e) }),
       // docs/reliability.md#the-socket-path-stays-reachable: no path here, the startup line names it
       onRebound: (reason) => audit.warn("socket_rebound", { reason }),
       onRebindFailed: (reason, code) => audit.error("socket_rebind_failed", { reason, error_code: code }),
@@ -222,14 +236,18 @@ export async function runBridge(configPath: string | undefined): Promise<number>
     };
   });
   // SIGHUP (a closed terminal, a service manager) is a clean shutdown too, never a silent death
-  const audit = new AuditLog(config.server.log_level);
+  const audit = openAuditLog(config.server.log_level, config.audit);
   for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
     process.on(sig, () => {
       audit.info("signal_received", { signal: sig });
       onSignal();
     });
   }
+  // an error nothing caught: the same shutdown, then exit 1 (a failure during startup has nothing to stop yet)
+  let started: RunningBridge | null = null;
+  installFatalHandlers({ audit, shutdown: () => started?.stop(), boundMs: SHUTDOWN_BOUND_MS + FATAL_MARGIN_MS });
   const bridge = await startBridge(config);
+  started = bridge;
   await received;
   return bridge.stop().then(
     () => 0,

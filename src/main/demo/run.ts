@@ -9,8 +9,8 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { Client } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { selfCommand } from "../../shared/self-command.ts";
 import { paint, writeStdout } from "../operator/output.ts";
 import { DemoFailure, demoSteps, type Step } from "./steps.ts";

@@ -4,8 +4,7 @@
  * `demoSteps(session)`, the `Step` shape, `DemoFailure` and `expect`.
  */
 import { createHash } from "node:crypto";
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, Client } from "@modelcontextprotocol/client";
 import { paint } from "../operator/output.ts";
 
 const dim = (s: string) => paint("dim", s);
@@ -33,7 +32,7 @@ function ok<T = Record<string, unknown>>(r: CallToolResult, what: string): T {
 
 /** The connected MCP client the steps drive. */
 export function demoSteps(c: Client): Step[] {
-  const call = (name: string, a: Record<string, unknown> = {}) => c.callTool({ name, arguments: a }) as Promise<CallToolResult>;
+  const call = (name: string, a: Record<string, unknown> = {}) => c.callTool({ name, arguments: a });
 
   const waitFor = async (taskId: string, until: (t: Record<string, unknown>) => boolean) => {
     const deadline = performance.now() + 20_000;

@@ -3,15 +3,7 @@
  * in memory for the session's life only, and whether a call of it may ask the human a form question
  * (`elicitation/create`, form mode) before it answers.
  */
-import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
-import {
-  type ElicitRequestFormParams,
-  type ElicitResult,
-  ElicitResultSchema,
-  type ServerNotification,
-  type ServerRequest,
-} from "@modelcontextprotocol/sdk/types.js";
+import type { ElicitRequestFormParams, ElicitResult, Server, ServerContext } from "@modelcontextprotocol/server";
 
 export interface ClientSession {
   /** Tasks submit_agent_task created in this session (an idempotent replay of another's never counts). */
@@ -40,16 +32,18 @@ function offersForms(server: Server): boolean {
 }
 
 /**
- * The asker of one call: the request goes out on the call's own related-request stream, so it
- * works over stdio and over Streamable HTTP without a GET stream. Null when the client declared no
- * form elicitation or `[server] elicitation` is off.
+ * The asker of one call: the request goes out on the call's own related-request stream
+ * (`ctx.mcpReq.send`), so it works over stdio and over Streamable HTTP without a GET stream. Null
+ * when the client declared no form elicitation or `[server] elicitation` is off.
  */
-export function askerFor(server: Server, enabled: boolean, extra: RequestHandlerExtra<ServerRequest, ServerNotification>, processEnd: AbortSignal): Ask | null {
+export function askerFor(server: Server, enabled: boolean, ctx: ServerContext, processEnd: AbortSignal): Ask | null {
   if (!enabled || !offersForms(server)) return null;
-  const signal = AbortSignal.any([processEnd, extra.signal]);
+  const signal = AbortSignal.any([processEnd, ctx.mcpReq.signal]);
+  // `send`, not `elicitInput`: the answer is checked by the form's own reader (pending-form.ts), so a
+  // mistyped one is "refused" and audited as such rather than failing the request
   return (form, withdraw) =>
-    extra.sendRequest({ method: "elicitation/create", params: { mode: "form", ...form } }, ElicitResultSchema, {
-      signal: AbortSignal.any([signal, withdraw]),
-      timeout: ASK_TIMEOUT_MS,
-    });
+    ctx.mcpReq.send(
+      { method: "elicitation/create", params: { mode: "form", ...form } },
+      { signal: AbortSignal.any([signal, withdraw]), timeout: ASK_TIMEOUT_MS },
+    );
 }

@@ -5,17 +5,30 @@
  * (401) or the OAuth gate (oauth/gate.ts: 401, 403 insufficient_scope); only then does it reach the
  * session's SDK transport. Rejection bodies are fixed phrases that echo nothing. Off loopback a bearer
  * token or OAuth is required; sessions are capped and expire when idle (http-sessions.ts).
+ *
+ * With revision 2026-07-28 served (`[server] protocol_revisions`, docs/protocol.md), a request whose
+ * `MCP-Protocol-Version` header names a revision after the 2025 era goes to the SDK's per-request
+ * entry instead: no session, one server per request, the header checks and their errors the SDK's.
+ * Every gate, OAuth's too, stands before both eras alike.
  */
-import { timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { ConfigError, expandHome } from "../../shared/config/load.ts";
-import { isOwnerOnly, octal, ownUid, PRIVATE_FILE } from "../../shared/fs/modes.ts";
-import { type RegularFile, readRegularFile } from "../../shared/fs/regular-file.ts";
-import { UsageError } from "../args.ts";
+import { NodeStreamableHTTPServerTransport, toNodeHandler } from "@modelcontextprotocol/node";
+import { type AuthInfo, createMcpHandler, SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/server";
+import { ConfigError } from "../../shared/config/load.ts";
+import { FATAL_BOUND_MS, installFatalHandlers } from "../fatal-errors.ts";
+import {
+  defaultAllowedHosts,
+  formatHost,
+  header,
+  isLoopback,
+  type ListenAddress,
+  parseListen,
+  readPrivateSecret,
+  repeatsHeader,
+  reply,
+  secretMatches,
+} from "../http-gate.ts";
 import { type HttpSession, HttpSessions } from "./http-sessions.ts";
-import { isLoopback } from "./loopback.ts";
 import { OAuthGate } from "./oauth/gate.ts";
 import { ownerOf, toAuthInfo } from "./oauth/identity.ts";
 import { oauthSettings } from "./oauth/settings.ts";
@@ -23,100 +36,10 @@ import { createMcpServer } from "./server.ts";
 import { auditStartup, type McpRuntime } from "./startup.ts";
 import { incomingMessageLimit } from "./transfer-limit.ts";
 
-export interface ListenAddress {
-  host: string;
-  port: number;
-}
-
-/** `127.0.0.1:8000`, `[::1]:8000`, `localhost:8000`, `:8000` or `8000` (the last two bind 127.0.0.1). */
-export function parseListen(value: string): ListenAddress {
-  const port = (s: string) => {
-    if (!/^\d{1,5}$/.test(s) || Number(s) > 65535) throw new UsageError("--http takes HOST:PORT");
-    return Number(s);
-  };
-  if (/^\d+$/.test(value)) return { host: "127.0.0.1", port: port(value) };
-  const v6 = /^\[([0-9A-Fa-f:.]+)\]:(\d+)$/.exec(value);
-  if (v6) return { host: v6[1]!, port: port(v6[2]!) };
-  const idx = value.lastIndexOf(":");
-  if (idx < 0) throw new UsageError("--http takes HOST:PORT");
-  const host = value.slice(0, idx) || "127.0.0.1";
-  if (!/^[A-Za-z0-9.-]+$/.test(host)) throw new UsageError("--http takes HOST:PORT");
-  return { host, port: port(value.slice(idx + 1)) };
-}
-
-const formatHost = (host: string, port: number) => (host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`);
-
-export function defaultAllowedHosts(host: string, port: number): string[] {
-  const loopback = [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`];
-  return isLoopback(host) ? loopback : [formatHost(host, port), ...loopback];
-}
-
 const TOKEN_KEY = "server.http.bearer_token_file";
 
-/**
- * The token, from a regular file of this user that nobody else may read or change, as ssh asks of a
- * private key: anyone who can read it can call every tool, and anyone who can write it can choose it.
- */
-function readBearerToken(file: string): string | null {
-  if (file === "") return null;
-  let read: RegularFile;
-  try {
-    read = readRegularFile(expandHome(file), (kind) => new ConfigError(`${TOKEN_KEY}: is ${kind}, not a regular file`));
-  } catch (e) {
-    if (e instanceof ConfigError) throw e;
-    throw new ConfigError(`${TOKEN_KEY}: cannot be read`);
-  }
-  const { uid, mode } = read.stat;
-  if (uid !== ownUid()) throw new ConfigError(`${TOKEN_KEY}: is owned by uid ${uid}, not by this user (uid ${ownUid()}); it must be this user's own file`);
-  if (!isOwnerOnly(mode)) {
-    throw new ConfigError(
-      `${TOKEN_KEY}: has mode ${octal(mode)}, so group or others can reach the token; it must be ${octal(PRIVATE_FILE)} or stricter (chmod 600 it)`,
-    );
-  }
-  const token = read.text.replace(/\s+$/, "");
-  if (token === "") throw new ConfigError(`${TOKEN_KEY}: is empty`);
-  return token;
-}
-
-function tokenMatches(header: string | null, token: string): boolean {
-  const expected = Buffer.from(`Bearer ${token}`);
-  const given = Buffer.from(header ?? "");
-  // compare in constant time over the expected length, whatever was sent
-  const padded = Buffer.alloc(expected.length);
-  given.copy(padded, 0, 0, Math.min(given.length, expected.length));
-  return timingSafeEqual(padded, expected) && given.length === expected.length;
-}
-
-/** A fixed plain-text rejection; it never echoes a header. */
-function reply(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
-  const body = `${text}\n`;
-  res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "content-length": String(Buffer.byteLength(body)), ...headers });
-  res.end(body);
-}
-
-/**
- * The headers a gate or the session routing reads. Node keeps the first of two `Host` or
- * `Authorization` headers and joins two `Origin` or `Mcp-Session-Id` headers, so a request that
- * repeats one would be judged on a value some other reader of it (a proxy, a log) does not see.
- */
+/** Every header a gate or the session routing reads at most once (http-gate.ts `repeatsHeader`). */
 const SINGLE_HEADERS = new Set(["host", "authorization", "origin", "mcp-session-id"]);
-
-/** Whether a header of SINGLE_HEADERS occurs more than once (RFC 9112: two Host headers are a 400). */
-function repeatsGateHeader(req: IncomingMessage): boolean {
-  const seen = new Set<string>();
-  for (let i = 0; i < req.rawHeaders.length; i += 2) {
-    const name = req.rawHeaders[i]!.toLowerCase();
-    if (!SINGLE_HEADERS.has(name)) continue;
-    if (seen.has(name)) return true;
-    seen.add(name);
-  }
-  return false;
-}
-
-const header = (req: IncomingMessage, name: string): string | undefined => {
-  const v = req.headers[name];
-  return Array.isArray(v) ? v[0] : v;
-};
 
 /** Before anything listens: off loopback a bearer token or OAuth is required, so no bind is open by accident. */
 function requireTokenOffLoopback(address: ListenAddress, guarded: boolean): void {
@@ -127,13 +50,13 @@ function requireTokenOffLoopback(address: ListenAddress, guarded: boolean): void
 }
 
 export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
-  const address = parseListen(listen);
+  const address = parseListen(listen, "--http");
   const { http: httpConfig, http_max_sessions, http_session_idle_seconds } = rt.deps.config.server;
   let token: string | null;
   let oauth: OAuthGate | null;
   try {
     const settings = oauthSettings(httpConfig);
-    token = readBearerToken(httpConfig.bearer_token_file);
+    token = httpConfig.bearer_token_file === "" ? null : readPrivateSecret(httpConfig.bearer_token_file, TOKEN_KEY);
     oauth = settings && new OAuthGate(settings, rt.tools, rt.deps.audit);
     requireTokenOffLoopback(address, token !== null || oauth !== null);
   } catch (e) {
@@ -143,19 +66,25 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
   const origins = new Set(httpConfig.allowed_origins);
   const bodyLimit = incomingMessageLimit(rt.deps.config);
   const ending = new AbortController();
-  const sessions = new HttpSessions<StreamableHTTPServerTransport>(http_max_sessions, http_session_idle_seconds * 1000, (reason) =>
+  const sessions = new HttpSessions<NodeStreamableHTTPServerTransport>(http_max_sessions, http_session_idle_seconds * 1000, (reason) =>
     rt.deps.audit.info("http_session_closed", { reason, sessions: sessions.size }),
   );
   let allowedHosts = new Set<string>();
-  const owners = new WeakMap<StreamableHTTPServerTransport, string>();
+  const owners = new WeakMap<NodeStreamableHTTPServerTransport, string>();
+  const modern = rt.deps.config.server.protocol_revisions.includes("2026-07-28")
+    ? toNodeHandler(
+        createMcpHandler(() => createMcpServer({ ...rt, signal: ending.signal, era: "modern" }), { legacy: "reject", maxRequestBodySize: bodyLimit }),
+        { maxRequestBodySize: bodyLimit },
+      )
+    : null;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (repeatsGateHeader(req)) return reply(res, 400, "ambiguous request");
+    if (repeatsHeader(req, SINGLE_HEADERS)) return reply(res, 400, "ambiguous request");
     const host = header(req, "host")?.toLowerCase();
     if (!host || !allowedHosts.has(host)) return reply(res, 421, "misdirected request");
     const origin = header(req, "origin");
     if (origin !== undefined && !origins.has(origin)) return reply(res, 403, "origin not allowed");
-    if (token !== null && !tokenMatches(header(req, "authorization") ?? null, token)) {
+    if (token !== null && !secretMatches(header(req, "authorization"), `Bearer ${token}`)) {
       return reply(res, 401, "unauthorized", { "www-authenticate": "Bearer" });
     }
     const url = new URL(req.url ?? "/", "http://localhost");
@@ -167,11 +96,14 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
     if (oauth) {
       const admitted = await oauth.admit(req, url, header(req, "authorization"), bodyLimit, (...a) => reply(res, ...a));
       if (!admitted) return;
-      // the SDK transport hands `req.auth` to the handlers as `authInfo` (tools/list filtering, audit identity)
+      // both SDK entries hand `req.auth` to the handlers as `ctx.http.authInfo` (tools/list filtering, audit identity)
       (req as IncomingMessage & { auth?: AuthInfo }).auth = toAuthInfo(admitted.identity);
+      // the gate has read the body; both entries take it parsed instead of reading the stream again
       parsedBody = admitted.body;
       owner = ownerOf(admitted.identity);
     }
+    const version = header(req, "mcp-protocol-version");
+    if (modern && version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) return modern(req, res, parsedBody);
 
     const sessionId = header(req, "mcp-session-id");
     if (sessionId !== undefined) {
@@ -185,11 +117,13 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
     if (req.method === "DELETE") return reply(res, 400, "missing session");
     const room = sessions.makeRoom();
     if (!room) return reply(res, 503, "too many sessions", { "retry-after": "1" });
-    let session: HttpSession<StreamableHTTPServerTransport> | undefined;
-    const server = createMcpServer({ ...rt, signal: ending.signal });
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+    let session: HttpSession<NodeStreamableHTTPServerTransport> | undefined;
+    const server = createMcpServer({ ...rt, signal: ending.signal, era: "legacy" });
+    const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({
       sessionIdGenerator: () => crypto.randomUUID(),
       maxRequestBodySize: bodyLimit,
+      // the v2 line's SSE keep-alive comments are new bytes on the 2025 wire (docs/decisions.md#mcp-sdk)
+      keepAliveMs: 0,
       onsessioninitialized: (id) => {
         room();
         session = sessions.add(id, transport, () => server.close());
@@ -224,15 +158,21 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
   const configured = (httpConfig.allowed_hosts ?? []).map((h) => h.toLowerCase());
   allowedHosts = new Set(configured.length > 0 ? configured : defaultAllowedHosts(address.host, port));
   auditStartup(rt, "http", formatHost(address.host, port));
+  // a person at a terminal gets a line to read; a service manager or a log pipe keeps JSON lines only
+  if (process.stderr.isTTY) process.stderr.write(`serverfs mcp: listening on http://${formatHost(address.host, port)}/mcp (Ctrl-C stops it)\n`);
   if (!isLoopback(address.host)) rt.deps.audit.warn("http_not_loopback", { listen: formatHost(address.host, port) });
 
-  const stop = () => {
+  const release = () => {
     ending.abort();
     sessions.closeAll();
     server.closeAllConnections();
     server.close();
+  };
+  const stop = () => {
+    release();
     process.exit(0);
   };
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);
+  installFatalHandlers({ audit: rt.deps.audit, shutdown: release, boundMs: FATAL_BOUND_MS });
 }

@@ -3,10 +3,12 @@
  * with `max_lines = max_read_lines`, all or nothing. Failures are JSON-RPC errors whose message is
  * exactly `CODE: message` (not the SDK's McpError, which would prefix it).
  */
+import type { ReadResourceResult } from "@modelcontextprotocol/server";
 import { ServerFsError } from "../../shared/errors.ts";
 import { decodeStrict } from "../../shared/utf8.ts";
 import { type McpDeps, requireWorkspace } from "./deps.ts";
 import { readTextPage } from "./fs/text-page.ts";
+import { RESOURCE_NOT_FOUND } from "./wire-server.ts";
 
 export const RESOURCE_TEMPLATE = {
   uriTemplate: "serverfs://{workdir}/{path}",
@@ -17,8 +19,7 @@ export const RESOURCE_TEMPLATE = {
 };
 
 const SCHEME = "serverfs://";
-/** JSON-RPC codes: "resource not found" for a missing workdir or file, internal error otherwise. */
-const NOT_FOUND = -32002;
+/** JSON-RPC code for everything but a missing workdir or file ("resource not found"). */
 const INTERNAL = -32603;
 
 /** Percent-decodes once, as bytes; a `%` not followed by two hex digits stays literal. */
@@ -48,11 +49,11 @@ function splitUri(uri: string): { alias: string; encodedPath: string } {
 
 function rpcError(e: unknown): Error & { code: number } {
   const err = e instanceof ServerFsError ? e : new ServerFsError("READ_FAILED", "unexpected internal failure");
-  const code = err.code === "WORKDIR_NOT_FOUND" || err.code === "PATH_NOT_FOUND" ? NOT_FOUND : INTERNAL;
+  const code = err.code === "WORKDIR_NOT_FOUND" || err.code === "PATH_NOT_FOUND" ? RESOURCE_NOT_FOUND : INTERNAL;
   return Object.assign(new Error(err.toText()), { code });
 }
 
-export async function readResource(deps: McpDeps, uri: string, signal: AbortSignal): Promise<{ contents: unknown[] }> {
+export async function readResource(deps: McpDeps, uri: string, signal: AbortSignal): Promise<ReadResourceResult> {
   try {
     const { alias, encodedPath } = splitUri(uri);
     const ws = requireWorkspace(deps, alias);

@@ -4,17 +4,10 @@
  * `INVALID_ARGUMENT`, `listChanged` is false, and resource errors carry `CODE: message` verbatim.
  * With the Bridge it also serves MCP Tasks (docs/mcp-tasks.md, `tasks/`).
  */
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import {
-  CallToolRequestSchema,
-  ErrorCode as JsonRpcCode,
-  ListResourcesRequestSchema,
-  ListResourceTemplatesRequestSchema,
-  ListToolsRequestSchema,
-  ReadResourceRequestSchema,
-} from "@modelcontextprotocol/sdk/types.js";
+import { ProtocolErrorCode } from "@modelcontextprotocol/server";
 import * as v from "valibot";
 import type { AuditFields } from "../../shared/audit.ts";
+import { errorTrace } from "../../shared/error-trace.ts";
 import { RelayedError, ServerFsError } from "../../shared/errors.ts";
 import { VERSION } from "../../shared/version.ts";
 import type { BridgeCaller } from "./agent/agent-tool.ts";
@@ -25,9 +18,11 @@ import { serverInstructions } from "./instructions.ts";
 import { identityAudit, identityOf } from "./oauth/identity.ts";
 import { scopeOf } from "./oauth/scopes.ts";
 import { RESOURCE_TEMPLATE, readResource } from "./resource.ts";
+import { declaresTasks, ExtTasks, TASKS_EXTENSION } from "./tasks/ext-tasks.ts";
 import { McpTasks, TASKS_CAPABILITY } from "./tasks/mcp-tasks.ts";
 import type { ToolOutcome } from "./tasks/tool-outcome.ts";
 import { bulkLast, describeArgumentIssue, dropNulls, jsonSchemaOf, type ToolCall, type ToolDef, WithContent } from "./tool.ts";
+import { WireServer } from "./wire-server.ts";
 
 export interface McpServerOptions {
   deps: McpDeps;
@@ -37,20 +32,30 @@ export interface McpServerOptions {
   bridge: BridgeCaller | null;
   /** Aborted when the process is going away; long calls stop early. */
   signal: AbortSignal;
+  /**
+   * The protocol era this server serves (docs/protocol.md): `legacy` is revision 2025-11-25 and its
+   * predecessors, one server per session; `modern` is 2026-07-28, which has no 2025-11-25 tasks.
+   */
+  era: "legacy" | "modern";
 }
+
+const ListToolsParams = v.looseObject({ cursor: v.optional(v.string()) });
+const CallToolParams = v.looseObject({ name: v.string(), arguments: v.optional(v.record(v.string(), v.unknown())), task: v.optional(v.unknown()) });
 
 function errorResult(e: ServerFsError) {
   return { isError: true, content: [{ type: "text", text: e.toText() }] };
 }
 
-export function createMcpServer(opts: McpServerOptions): Server {
-  const { deps, tools } = opts;
-  const byName = new Map(tools.map((t) => [t.name, t]));
-  // Built at the first tools/list, not at start: the JSON Schemas cost milliseconds that
-  // `initialize` need not wait for (docs/performance.md, cold start).
-  let listing: unknown[] | undefined;
-  const listTools = () =>
-    (listing ??= tools.map((t) => ({
+/**
+ * The tool list of `tools`, built at its first tools/list, not at start: the JSON Schemas cost
+ * milliseconds that `initialize` need not wait for (docs/performance.md, cold start). Kept per tool
+ * set, not per server, since a 2026-07-28 HTTP request builds a server of its own.
+ */
+const listings = new WeakMap<ToolDef[], unknown[]>();
+function listingOf(tools: ToolDef[]): unknown[] {
+  let listing = listings.get(tools);
+  if (listing === undefined) {
+    listing = tools.map((t) => ({
       name: t.name,
       title: t.title,
       description: t.description,
@@ -58,63 +63,81 @@ export function createMcpServer(opts: McpServerOptions): Server {
       outputSchema: jsonSchemaOf(t.output),
       annotations: { title: t.title, ...t.annotations },
       ...(t.taskSupport ? { execution: { taskSupport: t.taskSupport } } : {}),
-    })));
+    }));
+    listings.set(tools, listing);
+  }
+  return listing;
+}
+
+export function createMcpServer(opts: McpServerOptions): WireServer {
+  const { deps, tools } = opts;
+  const byName = new Map(tools.map((t) => [t.name, t]));
   // One server serves one MCP session (stdio, or one Streamable HTTP session), so this is that session's.
+  // A 2026-07-28 connection has no initialize, so no client capabilities: `askerFor` asks it nothing.
   const session: ClientSession = { submitted: new Set() };
   const getAgentTask = byName.get("get_agent_task");
   const bridge = opts.bridge;
+  // what a task's final answer is: get_agent_task's for it
+  const finalResult =
+    getAgentTask &&
+    (async (taskId: string) => (await callTool(getAgentTask, { task_id: taskId }, deps, { signal: opts.signal, session, ask: null, identity: null })).result);
+  // 2025-11-25 tasks on a 2025-era server, the 2026-07-28 extension on a modern one (docs/mcp-tasks.md)
+  const extTasks = bridge && finalResult && opts.era === "modern" ? new ExtTasks({ deps: { ...deps, bridge }, finalResult, signal: opts.signal }) : null;
   const tasks =
-    bridge && getAgentTask
+    bridge && finalResult && opts.era === "legacy"
       ? new McpTasks({
           bridge,
           deps,
-          finalResult: async (taskId) =>
-            (await callTool(getAgentTask, { task_id: taskId }, deps, { signal: opts.signal, session, ask: null, identity: null })).result,
+          finalResult,
           // a pending request seen while tasks/result waits is asked as a form on that call's stream (docs/elicitation.md)
-          onPendingRequest: async (task, extra) => {
-            const ask = askerFor(server, deps.config.server.elicitation, extra, opts.signal);
-            const call: ToolCall = { audit: { tool: "tasks/result" }, signal: opts.signal, session, ask, identity: identityOf(extra.authInfo) };
-            await elicitPending({ ...deps, bridge }, call, task.task_id, task as unknown as Record<string, unknown>);
+          onPendingRequest: async (task, ctx) => {
+            const ask = askerFor(server, deps.config.server.elicitation, ctx, opts.signal);
+            const call: ToolCall = { audit: { tool: "tasks/result" }, signal: opts.signal, session, ask, identity: identityOf(ctx.http?.authInfo) };
+            await elicitPending({ ...deps, bridge }, call, task.task_id, task);
           },
           signal: opts.signal,
         })
       : null;
 
-  const server = new Server(
+  const server = new WireServer(
     { name: "ServerFS", version: VERSION },
     {
       capabilities: {
         tools: { listChanged: false },
         resources: { listChanged: false },
         ...(tasks ? { tasks: TASKS_CAPABILITY } : {}),
+        ...(extTasks ? { extensions: { [TASKS_EXTENSION]: {} } } : {}),
       },
       instructions: serverInstructions(opts.agentTools),
-      ...(tasks ? { taskStore: tasks.store } : {}),
     },
   );
 
-  // An OAuth client sees only the tools its token's scopes allow (docs/mcp-tools.md#oauth).
-  server.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => {
-    const identity = identityOf(extra.authInfo);
-    if (!identity) return { tools: listTools() };
-    const listed = listTools();
-    return { tools: listed.filter((_, i) => identity.scopes.has(scopeOf(tools[i]!))) };
+  // Both with valibot's schemas of their params: the tool list is JSON Schema made by
+  // @valibot/to-json-schema, and a task-augmented call answers a CreateTaskResult, neither of which
+  // the SDK's typed handlers take. An OAuth client sees only the tools its token's scopes allow
+  // (docs/mcp-tools.md#oauth), in either era.
+  server.setRequestHandler("tools/list", { params: ListToolsParams }, async (_params, ctx) => {
+    const identity = identityOf(ctx.http?.authInfo);
+    const listed = listingOf(tools);
+    return { tools: identity ? listed.filter((_, i) => identity.scopes.has(scopeOf(tools[i]!))) : listed };
   });
 
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-    const tool = byName.get(request.params.name);
-    if (!tool) throw Object.assign(new Error(`Unknown tool: ${request.params.name}`), { code: JsonRpcCode.InvalidParams });
-    const ask = askerFor(server, deps.config.server.elicitation, extra, opts.signal);
-    const identity = identityOf(extra.authInfo);
-    const run = () => callTool(tool, request.params.arguments, deps, { signal: opts.signal, session, ask, identity });
-    if (tasks && request.params.task !== undefined) return tasks.call(tool, run);
+  server.setRequestHandler("tools/call", { params: CallToolParams }, async (params, ctx) => {
+    const tool = byName.get(params.name);
+    if (!tool) throw Object.assign(new Error(`Unknown tool: ${params.name}`), { code: ProtocolErrorCode.InvalidParams });
+    const ask = askerFor(server, deps.config.server.elicitation, ctx, opts.signal);
+    const identity = identityOf(ctx.http?.authInfo);
+    const run = () => callTool(tool, params.arguments, deps, { signal: opts.signal, session, ask, identity });
+    if (tasks && params.task !== undefined) return tasks.call(tool, run);
+    if (extTasks && tool.taskSupport !== undefined && declaresTasks(ctx)) return extTasks.call(run);
     return (await run()).result;
   });
   tasks?.serve(server);
+  extTasks?.serve(server);
 
-  server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: [] }));
-  server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({ resourceTemplates: [RESOURCE_TEMPLATE] }));
-  server.setRequestHandler(ReadResourceRequestSchema, async (request) => readResource(deps, request.params.uri, opts.signal));
+  server.setRequestHandler("resources/list", async () => ({ resources: [] }));
+  server.setRequestHandler("resources/templates/list", async () => ({ resourceTemplates: [RESOURCE_TEMPLATE] }));
+  server.setRequestHandler("resources/read", async (request, ctx) => server.keepingNotFound(ctx, () => readResource(deps, request.params.uri, opts.signal)));
 
   return server;
 }
@@ -146,9 +169,11 @@ async function callTool(tool: ToolDef, rawArgs: Record<string, unknown> | undefi
   return { result: outcome, error };
 }
 
+/**
+ * A failure no code of the tool's own: the client gets the tool's generic code, the debug log what
+ * the failure was (its name, errno code and stack frames; never its message, which can hold a path).
+ */
 function unexpected(tool: ToolDef, e: unknown, deps: McpDeps): ServerFsError {
-  if (tool.unexpected === "MUTATION_FAILED") {
-    deps.audit.debug("mutation_unexpected_error", { tool: tool.name, error_type: e instanceof Error ? e.name : typeof e });
-  }
-  return new ServerFsError(tool.unexpected, "unexpected internal failure");
+  deps.audit.debug("tool_unexpected_error", { tool: tool.name, ...errorTrace(e) });
+  return new ServerFsError(tool.unexpected, "unexpected internal failure", { cause: e });
 }

@@ -45,6 +45,21 @@ class GatedInput extends EventEmitter {
   }
 }
 
+/**
+ * The stdout the SDK's transport writes: it never reports back-pressure to it (we handle it here),
+ * and it is an emitter only because the transport listens on it for `error` and `drain`.
+ */
+class CountedOutput extends EventEmitter {
+  constructor(private readonly writeChunk: (chunk: string) => void) {
+    super();
+  }
+
+  write(chunk: string): boolean {
+    this.writeChunk(chunk);
+    return true;
+  }
+}
+
 /** The first `n` bytes of `pieces` together. */
 function firstBytes(pieces: Buffer[], n: number): Buffer {
   const taken: Buffer[] = [];
@@ -71,8 +86,7 @@ function lastBytes(pieces: Buffer[], n: number): Buffer {
 
 export class StdioFlow {
   readonly input: GatedInput;
-  /** The stdout the SDK's transport writes: never reports back-pressure to it (we handle it here). */
-  readonly output: { write(chunk: string): boolean; once(event: string, fn: () => void): void };
+  readonly output: CountedOutput;
   private unsent = 0;
   private readonly held: Buffer[] = [];
   private heldBytes = 0;
@@ -93,18 +107,14 @@ export class StdioFlow {
     private readonly onOversized: (line: OversizedLine) => object | null,
   ) {
     this.input = new GatedInput(stdin);
-    this.output = {
-      write: (chunk) => {
-        const bytes = Buffer.byteLength(chunk);
-        this.unsent += bytes;
-        stdout.write(chunk, () => {
-          this.unsent -= bytes;
-          this.pump();
-        });
-        return true;
-      },
-      once: () => undefined,
-    };
+    this.output = new CountedOutput((chunk) => {
+      const bytes = Buffer.byteLength(chunk);
+      this.unsent += bytes;
+      stdout.write(chunk, () => {
+        this.unsent -= bytes;
+        this.pump();
+      });
+    });
     stdin.on("data", (chunk: Buffer) => this.receive(chunk));
     stdin.on("error", (e) => this.input.emit("error", e));
   }

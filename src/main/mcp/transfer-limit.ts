@@ -7,7 +7,7 @@
  * (one pipe read) to spare; HTTP has no such cap. The smaller of that and the workdir's
  * `max_binary_transfer_bytes` is the call's limit.
  */
-import { STDIO_DEFAULT_MAX_BUFFER_SIZE } from "@modelcontextprotocol/sdk/shared/stdio.js";
+import { STDIO_DEFAULT_MAX_BUFFER_SIZE } from "@modelcontextprotocol/server";
 import type { Config } from "../../shared/config/load.ts";
 import { ServerFsError } from "../../shared/errors.ts";
 import type { Workspace } from "../../shared/workspace.ts";

@@ -14,20 +14,14 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { AuditLog } from "../../shared/audit.ts";
+import { openAuditLog } from "../../shared/audit-file.ts";
 import { BridgeClient } from "../../shared/bridge-protocol/client.ts";
+import type { ClearResult, GuardListing } from "../../shared/bridge-protocol/results.ts";
 import { type Config, loadConfig } from "../../shared/config/load.ts";
 import { suggestion } from "../../shared/did-you-mean.ts";
 import { isServerFsError, ServerFsError } from "../../shared/errors.ts";
 import { checkSlot } from "../../shared/leases/lock-files.ts";
-import {
-  type ClearResult,
-  ClearResultSchema,
-  clearGuard,
-  type GuardListing,
-  listGuards,
-  RecoveryListResultSchema,
-} from "../../shared/leases/operator-override.ts";
+import { clearGuard, listGuards } from "../../shared/leases/operator-override.ts";
 import { DB_FILE, Store } from "../../shared/store/index.ts";
 import { booleanFlag, type ParsedArgs, stringFlag, UsageError } from "../args.ts";
 import { acquireInstanceLock, acquireLockDirLock, type InstanceLock } from "../bridge/instance-lock.ts";
@@ -81,7 +75,7 @@ function openStoreIfAny(config: Config): Store | null {
 
 async function listing(config: Config): Promise<GuardListing[]> {
   try {
-    return (await BridgeClient.fromConfig(config).call("recovery.list", {}, { result: RecoveryListResultSchema })).guards;
+    return (await BridgeClient.fromConfig(config).call("recovery.list", {})).guards;
   } catch (e) {
     if (!(isServerFsError(e) && e.code === "AGENT_BRIDGE_UNAVAILABLE")) throw e;
   }
@@ -100,7 +94,7 @@ async function clear(config: Config, slot: number): Promise<ClearResult> {
     instance = acquireInstanceLock(config.bridge.stateDir);
   } catch (e) {
     if (!(e instanceof ServerFsError && e.code === "BRIDGE_ALREADY_RUNNING")) throw e;
-    return BridgeClient.fromConfig(config).call("recovery.clear", { slot, confirm: true }, { result: ClearResultSchema });
+    return BridgeClient.fromConfig(config).call("recovery.clear", { slot, confirm: true });
   }
   // no Bridge runs, and none can start while this holds the instance lock; nor may one of another
   // state directory hold this lock directory (BRIDGE_ALREADY_RUNNING names it)
@@ -109,7 +103,7 @@ async function clear(config: Config, slot: number): Promise<ClearResult> {
   try {
     if (existsSync(config.bridge.lockDir)) lockDirLock = acquireLockDirLock(config.bridge.lockDir, config.bridge.stateDir);
     store = openStoreIfAny(config);
-    return clearGuard({ lockDir: config.bridge.lockDir, store, audit: new AuditLog(config.server.log_level) }, slot);
+    return clearGuard({ lockDir: config.bridge.lockDir, store, audit: openAuditLog(config.server.log_level, config.audit) }, slot);
   } finally {
     store?.close();
     lockDirLock?.release();

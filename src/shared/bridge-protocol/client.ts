@@ -8,12 +8,14 @@
  *   AGENT_BRIDGE_UNAVAILABLE;
  * - a response that is not one line of JSON, over 1 MiB, with the wrong key set, another
  *   `request_id`, a non-boolean `ok`, a non-object `result`, a malformed `error` or code, or a
- *   result the caller's schema refuses → AGENT_BRIDGE_PROTOCOL_ERROR;
+ *   result its method's schema in METHOD_RESULTS refuses → AGENT_BRIDGE_PROTOCOL_ERROR;
  * - anything else unexpected → AGENT_BRIDGE_ERROR;
  * - a Bridge error → `RelayedError(code, message)` verbatim, unless the message names a known host
  *   path: then the message is replaced by a fixed phrase and the code kept.
  * An encoded request over 1 MiB is never sent (REQUEST_TOO_LARGE). Sockets and timers are unref'd:
- * a call in flight never delays process exit.
+ * a call in flight never delays process exit. `call(method, params)` takes `ParamsInput<M>` and
+ * answers `Result<M>`, the answer checked against the method's result schema (its unknown fields
+ * kept; docs/decisions.md, "The Bridge client checks every result").
  */
 
 import { createConnection } from "node:net";
@@ -28,6 +30,7 @@ import { decodeStrict } from "../utf8.ts";
 import { keySetMatches } from "./check.ts";
 import { ErrorBodySchema, ErrorResponseSchema, isJsonObject, PROTOCOL_VERSION, SuccessResponseSchema } from "./envelope.ts";
 import type { Method, ParamsInput } from "./methods.ts";
+import { METHOD_RESULTS, type Result } from "./results.ts";
 
 export interface BridgeClientOptions {
   socketPath: string;
@@ -37,13 +40,11 @@ export interface BridgeClientOptions {
   knownPaths: readonly string[];
 }
 
-export interface CallOptions<R> {
+export interface CallOptions {
   /** The MCP call's own end: aborting it ends the exchange at once. */
   signal?: AbortSignal;
   /** Added to the timeout (`read_agent_task_events` adds its `wait_ms`). */
   extraTimeoutMs?: number;
-  /** The tool's output shape; a result it refuses is AGENT_BRIDGE_PROTOCOL_ERROR. */
-  result?: v.GenericSchema<unknown, R>;
 }
 
 const LF = 0x0a;
@@ -82,20 +83,20 @@ export class BridgeClient {
     });
   }
 
-  async call<M extends Method, R = Record<string, unknown>>(method: M, params: ParamsInput<M>, options: CallOptions<R> = {}): Promise<R> {
+  async call<M extends Method>(method: M, params: ParamsInput<M>, options: CallOptions = {}): Promise<Result<M>> {
     const requestId = newRpcRequestId();
     const line = Buffer.from(JSON.stringify({ protocol_version: PROTOCOL_VERSION, request_id: requestId, method, params }), "utf8");
     if (line.length > LIMITS.max_line_bytes) throw new ServerFsError("REQUEST_TOO_LARGE", `the request is over ${byteSize(LIMITS.max_line_bytes)}`);
     try {
       const response = await exchange(this.options.socketPath, line, this.options.timeoutMs + (options.extraTimeoutMs ?? 0), options.signal);
-      return this.interpret(response, requestId, options.result);
+      return this.interpret(response, requestId, method);
     } catch (e) {
       if (e instanceof ServerFsError) throw e;
-      throw new ServerFsError("AGENT_BRIDGE_ERROR", "the Bridge call failed unexpectedly");
+      throw new ServerFsError("AGENT_BRIDGE_ERROR", "the Bridge call failed unexpectedly", { cause: e });
     }
   }
 
-  private interpret<R>(bytes: Buffer, requestId: string, schema: v.GenericSchema<unknown, R> | undefined): R {
+  private interpret<M extends Method>(bytes: Buffer, requestId: string, method: M): Result<M> {
     const text = decodeStrict(bytes);
     if (text === null) throw malformed("the Bridge's response is not valid UTF-8");
     let value: unknown;
@@ -119,8 +120,7 @@ export class BridgeClient {
     if (isError) throw this.relay(value["error"]);
     const result = value["result"];
     if (!isJsonObject(result)) throw malformed("the Bridge's result is not an object");
-    if (schema === undefined) return result as R;
-    const parsed = v.safeParse(schema, result);
+    const parsed = v.safeParse(METHOD_RESULTS[method], result);
     if (!parsed.success) throw malformed("the Bridge's result does not have the expected shape");
     return parsed.output;
   }

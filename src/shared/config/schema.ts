@@ -10,6 +10,8 @@ const positive = () => int(1);
 const strings = () => v.array(v.string());
 
 export const AGENT_MODES = ["disabled", "review", "workspace-write"] as const;
+/** The MCP protocol revisions `serverfs mcp` can serve (docs/protocol.md); 2025-11-25 stands for its whole era. */
+export const PROTOCOL_REVISIONS = ["2025-11-25", "2026-07-28"] as const;
 export const RUNTIME_NAMES = ["codex", "claude", "fake"] as const;
 export type AgentMode = (typeof AGENT_MODES)[number];
 /** What a task runs with: an agent mode that allows a task at all (docs/task-model.md#submission). */
@@ -109,6 +111,7 @@ const ServerSchema = v.strictObject({
   http_max_sessions: v.optional(positive(), 256),
   http_session_idle_seconds: v.optional(positive(), 900),
   elicitation: v.optional(v.boolean(), true),
+  protocol_revisions: v.optional(v.pipe(v.array(v.picklist(PROTOCOL_REVISIONS)), v.minLength(1)), ["2025-11-25"]),
 });
 
 const LifecycleSchema = v.strictObject({
@@ -134,6 +137,16 @@ const BridgeSchema = v.strictObject({
   recovery: v.optional(v.strictObject({ terminate_orphans: v.optional(v.boolean(), true) }), {}),
 });
 
+/** Model names as a CLI takes them: no empty name, no control character, no duplicate. */
+const modelNames = () =>
+  v.pipe(
+    v.array(v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9._:/@[\]-]{0,127}$/, "must be a model name (letters, digits, . _ : / @ [ ] -)"))),
+    v.check((names) => new Set(names).size === names.length, "must not repeat a model"),
+  );
+
+/** Claude Code's model aliases (`claude --help`): each follows the newest model of its family. */
+export const CLAUDE_DEFAULT_MODELS = ["sonnet", "opus", "haiku", "fable"] as const;
+
 const CodexSchema = v.strictObject({
   enabled: v.optional(v.boolean(), false),
   bin: v.optional(v.string(), "codex"),
@@ -142,6 +155,8 @@ const CodexSchema = v.strictObject({
   event_idle_timeout_seconds: v.optional(int(0), 0),
   approval_policy: v.optional(v.string(), ""),
   sandbox: v.optional(v.picklist(["", "read-only", "workspace-write", "danger-full-access"]), ""),
+  // the models a task may ask for, narrowed from what the CLI lists (model/list); empty: all of them
+  models: v.optional(modelNames(), []),
 });
 
 const ClaudeSchema = v.strictObject({
@@ -150,15 +165,32 @@ const ClaudeSchema = v.strictObject({
   config_dir: v.optional(v.string(), ""),
   probe_timeout_seconds: v.optional(positive(), 5),
   event_idle_timeout_seconds: v.optional(int(0), 0),
+  // the CLI cannot list its models: these are the ones a task may ask for, the first the default
+  models: v.optional(v.pipe(modelNames(), v.minLength(1, "must name at least one model")), [...CLAUDE_DEFAULT_MODELS]),
+});
+
+/** `serverfs console` (docs/console.md): "" means a fresh token per start / no separate metrics token. */
+const ConsoleSchema = v.strictObject({
+  token_file: v.optional(v.string(), ""),
+  metrics_token_file: v.optional(v.string(), ""),
+});
+
+/** docs/configuration.md `[audit]`: a copy of the audit lines in a file, rotated at `max_bytes`, `keep` old files. */
+const AuditSchema = v.strictObject({
+  file: v.optional(v.string(), ""),
+  max_bytes: v.optional(int(4096), 16777216),
+  keep: v.optional(int(1, 100), 5),
 });
 
 export const ConfigFileSchema = v.strictObject({
   server: v.optional(ServerSchema, {}),
+  audit: v.optional(AuditSchema, {}),
   defaults: v.optional(DefaultsSchema, {}),
   limits: v.optional(LimitsSchema, {}),
   workdirs: v.optional(v.pipe(v.array(WorkdirSchema), v.maxLength(16, "at most 16 workdirs")), []),
   bridge: v.optional(BridgeSchema, {}),
   runtimes: v.optional(v.strictObject({ codex: v.optional(CodexSchema, {}), claude: v.optional(ClaudeSchema, {}) }), {}),
+  console: v.optional(ConsoleSchema, {}),
 });
 
 export type ConfigFile = v.InferOutput<typeof ConfigFileSchema>;

@@ -54,7 +54,7 @@ export function osError(e: unknown, side: Side, where: string, override?: Partia
   if (e instanceof ServerFsError) return e;
   const os = osCode(e);
   const code = (os && override?.[os]) || codeForOsError(e, side);
-  return new ServerFsError(code, `${where} ${PHRASES[code] ?? "failed"}`);
+  return new ServerFsError(code, `${where} ${PHRASES[code] ?? "failed"}`, { cause: e });
 }
 
 export function phrase(code: ErrorCode): string {

@@ -64,7 +64,7 @@ export function publishGuard(lockDir: string, guard: Guard, sharingGid: number |
     if (osCode(e) === "EEXIST") {
       throw new ServerFsError("WORKDIR_RECOVERY_REQUIRED", "the workdir slot has an unresolved active-slot guard");
     }
-    if (isStorageFault(e)) throw storageError();
+    if (isStorageFault(e)) throw storageError(e);
     throw new ServerFsError("BRIDGE_SCHEDULING_FAILED", "the active-slot guard could not be published");
   }
 }
@@ -111,7 +111,7 @@ export function updateGuard(lockDir: string, slot: number, taskId: string, patch
   try {
     writeGuard(lockDir, next, sharingGid, "replace");
   } catch (e) {
-    if (isStorageFault(e)) throw storageError();
+    if (isStorageFault(e)) throw storageError(e);
     return false;
   }
   return true;

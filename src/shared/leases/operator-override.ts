@@ -4,37 +4,16 @@
  * lock — so these run either inside the Bridge (over its socket, on its main thread) or in the
  * `serverfs recovery` command while it holds the instance lock itself; the caller guarantees which.
  *
- * Offers: `listGuards(lockDir, store)`, `clearGuard(scope, slot)`, the result schemas
- * `GuardListingSchema`, `RecoveryListResultSchema`, `ClearResultSchema` (what a client validates an
- * answer with) and types `GuardListing`, `ClearResult`, `OverrideScope`.
+ * Offers: `listGuards(lockDir, store)`, `clearGuard(scope, slot)` and the type `OverrideScope`; what
+ * they answer is typed by the `recovery.list` / `recovery.clear` result schemas (bridge-protocol/results.ts).
  */
-import * as v from "valibot";
 import type { AuditLog } from "../audit.ts";
+import type { ClearResult, GuardListing } from "../bridge-protocol/results.ts";
 import { ServerFsError } from "../errors.ts";
 import type { Store } from "../store/index.ts";
 import { guardedSlots, readGuard, removeGuard } from "./guard-files.ts";
 import { acquireLease, checkSlot } from "./lock-files.ts";
 import { auditRecovery } from "./recovery-audit.ts";
-
-/** One entry of the `recovery.list` result (docs/bridge-rpc.md#methods): an invalid guard has every guard field null. */
-export const GuardListingSchema = v.strictObject({
-  slot: v.number(),
-  task_id: v.nullable(v.string()),
-  runtime: v.nullable(v.string()),
-  workdir_alias: v.nullable(v.string()),
-  created_at: v.nullable(v.string()),
-  /** null when the task row is gone (or there is no database). */
-  task_status: v.nullable(v.string()),
-  /** The payload of the task's latest `task.reconciled` event, or null. */
-  last_verdict: v.nullable(v.record(v.string(), v.unknown())),
-});
-export type GuardListing = v.InferOutput<typeof GuardListingSchema>;
-
-export const RecoveryListResultSchema = v.strictObject({ guards: v.array(GuardListingSchema) });
-
-/** The `recovery.clear` result: `task_id` names the removed guard's task (null: none, or an invalid guard). */
-export const ClearResultSchema = v.strictObject({ slot: v.number(), cleared: v.boolean(), task_id: v.nullable(v.string()) });
-export type ClearResult = v.InferOutput<typeof ClearResultSchema>;
 
 const stringOrNull = (x: unknown): string | null => (typeof x === "string" ? x : null);
 

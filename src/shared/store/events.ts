@@ -8,7 +8,8 @@
  *   written together with a state change).
  * - `appendSerialized(db, taskId, types, jsons)` / `insertSerialized(…)`: the same for events whose
  *   payloads are already compact JSON (a provider batch from the provider worker).
- * - `listEvents(db, taskId, afterEventId, limit)`, `maxEventId(db, taskId)`, `latestEvent(db, taskId, type)`.
+ * - `listEvents(db, taskId, afterEventId, limit)`, `maxEventId(db, taskId)`, `latestEvent(db, taskId, type)`,
+ *   `usagePayloads(db, taskId)`.
  * - `EventEnvelope`, `AppendResult`, `EventLimitCode`.
  *
  * Limits: a payload's compact JSON is at most `max_event_bytes` (else AGENT_EVENT_TOO_LARGE) and a task
@@ -174,4 +175,12 @@ export function latestEvent(db: Database, taskId: string, eventType: string): Ev
     .query<EnvelopeRow, [string, string]>(`${ENVELOPE_SELECT} WHERE e.task_id = ? AND e.event_type = ? ORDER BY e.event_id DESC LIMIT 1`)
     .get(taskId, eventType);
   return row ? envelope(row) : null;
+}
+
+/** The payloads (compact JSON) of a task's `task.usage` events, in order: what its `usage` sums. */
+export function usagePayloads(db: Database, taskId: string): string[] {
+  return db
+    .query<{ payload_json: string }, [string]>("SELECT payload_json FROM events WHERE task_id = ? AND event_type = 'task.usage' ORDER BY event_id")
+    .all(taskId)
+    .map((r) => r.payload_json);
 }

@@ -2,8 +2,8 @@
  * The task object of docs/task-model.md#the-task-object (what `task.get` and `task.list` return) and the request object of
  * docs/task-model.md#human-in-the-loop-requests, built from rows. Pure mapping, no SQL.
  *
- * Offers: `taskObject(row, pendingRequest)`, `requestObject(row)`, `TaskObject`, `RequestObject`,
- * `ResultObject`.
+ * Offers: `taskObject(row, pendingRequest, usagePayloads)`, `requestObject(row)`, `usageObject(payloads)`,
+ * `TaskObject`, `RequestObject`, `ResultObject`, `TaskUsage`, `UsageTotals`.
  *
  * Never returned (docs/task-model.md#the-task-object): native session/turn ids, provider_pgid, provider_start_time, provider_mark,
  * request_fingerprint, event_count; the prompt is never stored at all. The mapper names each field it
@@ -51,8 +51,56 @@ export interface TaskObject
   result: ResultObject;
   manifest: Manifest | null;
   pending_request: RequestObject | null;
+  /** What the run used, summed from its `task.usage` events; null when the runtime reported none. */
+  usage: TaskUsage | null;
   /** Whom the submitting MCP request's OAuth token named; null without one (docs/task-model.md#the-task-object). */
   submitter: { sub: string | null; client_id: string | null } | null;
+}
+
+/** Token counts (cached input within input, reasoning within output) and cost, where reported. */
+export interface UsageTotals {
+  input_tokens: number;
+  cached_input_tokens: number;
+  output_tokens: number;
+  reasoning_output_tokens: number;
+  /** USD as the runtime priced it; null when it reported no cost (Codex). */
+  cost_usd: number | null;
+}
+
+export interface TaskUsage {
+  by_model: (UsageTotals & { model: string | null })[];
+  total: UsageTotals;
+}
+
+const TOKEN_KEYS = ["input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens"] as const;
+
+const count = (x: unknown): number => (typeof x === "number" && Number.isSafeInteger(x) && x >= 0 ? x : 0);
+
+/** Adds a cost, kept to a millionth of a dollar so float sums do not drift; anything not a cost is skipped. */
+const addCost = (a: number | null, b: unknown): number | null =>
+  typeof b === "number" && Number.isFinite(b) && b >= 0 ? Math.round(((a ?? 0) + b) * 1e6) / 1e6 : a;
+
+function addUsage(to: UsageTotals, p: Record<string, unknown>): void {
+  for (const k of TOKEN_KEYS) to[k] += count(p[k]);
+  to.cost_usd = addCost(to.cost_usd, p["cost_usd"]);
+}
+
+const zero = (): UsageTotals => ({ input_tokens: 0, cached_input_tokens: 0, output_tokens: 0, reasoning_output_tokens: 0, cost_usd: null });
+
+/** The `usage` of docs/task-model.md#the-task-object from the task's `task.usage` payloads. */
+export function usageObject(payloads: readonly string[]): TaskUsage | null {
+  if (payloads.length === 0) return null;
+  const byModel = new Map<string | null, UsageTotals & { model: string | null }>();
+  const total = zero();
+  for (const json of payloads) {
+    const p = JSON.parse(json) as Record<string, unknown>;
+    const model = typeof p["model"] === "string" ? p["model"] : null;
+    const entry = byModel.get(model) ?? { model, ...zero() };
+    byModel.set(model, entry);
+    addUsage(entry, p);
+    addUsage(total, p);
+  }
+  return { by_model: [...byModel.values()], total };
 }
 
 export function requestObject(r: RequestRow): RequestObject {
@@ -69,8 +117,11 @@ export function requestObject(r: RequestRow): RequestObject {
   };
 }
 
-/** `pendingRequest` is the row `pending_request_id` names (ignored when that is null). */
-export function taskObject(t: TaskRow, pendingRequest: RequestRow | null): TaskObject {
+/**
+ * `pendingRequest` is the row `pending_request_id` names (ignored when that is null); `usagePayloads`
+ * the task's `task.usage` payloads.
+ */
+export function taskObject(t: TaskRow, pendingRequest: RequestRow | null, usagePayloads: readonly string[] = []): TaskObject {
   const spooled = t.result_storage === "spool";
   return {
     task_id: t.task_id,
@@ -97,6 +148,7 @@ export function taskObject(t: TaskRow, pendingRequest: RequestRow | null): TaskO
     error_message: t.error_message,
     pending_request_id: t.pending_request_id,
     pending_request: t.pending_request_id !== null && pendingRequest?.request_id === t.pending_request_id ? requestObject(pendingRequest) : null,
+    usage: usageObject(usagePayloads),
     submitter: t.submitter_sub === null && t.submitter_client_id === null ? null : { sub: t.submitter_sub, client_id: t.submitter_client_id },
   };
 }

@@ -21,6 +21,6 @@ export function writeImmediate<T>(db: Database, fn: () => T): T {
         // nothing left to roll back
       }
     }
-    throw storageError();
+    throw storageError(e);
   }
 }

@@ -1,11 +1,16 @@
 /**
  * Pieces every runtime adapter shares: coded failure outcomes, the outcome that settles once, the
- * handle of a run that never spawned, and the `runtime.list` entry of docs/bridge-rpc.md#runtimelist (the capabilities differ only in steering).
+ * handle of a run that never spawned, the `runtime.list` entry of docs/bridge-rpc.md#runtimelist (the capabilities differ only in steering),
+ * and the `TokenCount` schema of the usage both real runtimes report.
  */
+import * as v from "valibot";
 import { isServerFsError, ServerFsError } from "../../shared/errors.ts";
 import { cutUtf8 } from "../../shared/utf8.ts";
 import { type ProviderProcess, type SpawnSpec, spawnProvider } from "./spawn.ts";
 import type { Outcome, RunContext, RunHandle, RuntimeInfo } from "./types.ts";
+
+/** A token count as a runtime reports it (a `task.usage` field): a non-negative integer, 0 when absent. */
+export const TokenCount = v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0)), 0);
 
 /** docs/events.md#limits: adapters cut long free text in events to this many bytes. */
 export const EVENT_TEXT_BYTES = 32_768;

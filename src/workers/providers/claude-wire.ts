@@ -7,10 +7,12 @@
  * control_cancel_request, and the known informational types), the content-block guards
  * `isTextBlock`, `asToolUse` (which fills a missing input), `isToolResult`, `toolResultText`, `ToolRequest` (a
  * `can_use_tool` request) with `isToolRequest`, `HookCallback` (a `hook_callback` request) with `asHookCallback`,
- * `PermissionResponse`, and the builders `userLine`, `initializeLine`, `controlResponse`, `controlError`,
+ * `PermissionResponse`, `usageOf` (a result's per-model usage), and the builders `userLine`, `initializeLine`, `controlResponse`, `controlError`,
  * `interruptLine`.
  */
 import * as v from "valibot";
+import { TokenCount } from "./adapter-kit.ts";
+import type { UsagePayload } from "./types.ts";
 
 const TextBlock = v.looseObject({ type: v.literal("text"), text: v.string() });
 const ToolUseBlock = v.looseObject({
@@ -77,8 +79,10 @@ export const ClaudeLineSchema = v.variant("type", [
   }),
   v.looseObject({
     type: v.literal("result"),
+    subtype: v.optional(v.string()),
     is_error: v.optional(v.boolean(), false),
     result: v.optional(v.string()),
+    modelUsage: v.optional(v.record(v.string(), v.unknown()), {}),
   }),
   v.looseObject({
     type: v.literal("control_request"),
@@ -92,6 +96,39 @@ export const ClaudeLineSchema = v.variant("type", [
 ]);
 
 export type ClaudeLine = v.InferOutput<typeof ClaudeLineSchema>;
+
+/** One model's entry of a result's `modelUsage`: its tokens, and what they cost by the CLI's price list. */
+const ModelUsageSchema = v.looseObject({
+  inputTokens: TokenCount,
+  outputTokens: TokenCount,
+  cacheReadInputTokens: TokenCount,
+  cacheCreationInputTokens: TokenCount,
+  thinkingTokens: TokenCount,
+  costUSD: v.optional(v.nullable(v.pipe(v.number(), v.finite(), v.minValue(0))), null),
+});
+
+/**
+ * A result's `modelUsage` as `task.usage` payloads, one per model. Claude counts cache reads and cache
+ * writes apart from `inputTokens`; a payload's `input_tokens` holds all three (cached ones included, as
+ * Codex counts them). An entry the CLI wrote in another shape is skipped.
+ */
+export function usageOf(modelUsage: Record<string, unknown>): UsagePayload[] {
+  return Object.entries(modelUsage).flatMap(([model, raw]) => {
+    const u = v.safeParse(ModelUsageSchema, raw);
+    if (!u.success) return [];
+    const o = u.output;
+    return [
+      {
+        model,
+        input_tokens: o.inputTokens + o.cacheReadInputTokens + o.cacheCreationInputTokens,
+        cached_input_tokens: o.cacheReadInputTokens,
+        output_tokens: o.outputTokens,
+        reasoning_output_tokens: o.thinkingTokens,
+        cost_usd: o.costUSD,
+      },
+    ];
+  });
+}
 export type ToolRequest = v.InferOutput<typeof ToolRequestSchema>;
 
 export const isToolRequest = (r: { subtype: string }): r is ToolRequest => v.is(ToolRequestSchema, r);

@@ -4,7 +4,10 @@
  * there to the Bridge's humans.
  *
  * Offers: `createClaudeAdapter(settings)` → `RuntimeAdapter` named "claude", from `[runtimes.claude]`
- * (`bin`, `config_dir` → CLAUDE_CONFIG_DIR when set, `probe_timeout_seconds`); type `ClaudeSettings`.
+ * (`bin`, `config_dir` → CLAUDE_CONFIG_DIR when set, `probe_timeout_seconds`, `models` → its model
+ * listing); `CLAUDE_EFFORTS`; type `ClaudeSettings`. A task's model, effort and budget become
+ * `--model`, `--effort`, `--max-budget-usd`; the result's `modelUsage` becomes `task.usage` events, and
+ * a run stopped by its budget ends with AGENT_BUDGET_EXCEEDED.
  *
  * Run order: spawn (its own group) → `recordNative({pgid, startTime})` awaited → the `initialize`
  * control request (the hook that reports each Bash call's directory) → the prompt line →
@@ -14,7 +17,7 @@
  * AGENT_PROVIDER_ERROR.
  */
 import { expandHome } from "../../shared/config/load.ts";
-import type { ConfigFile } from "../../shared/config/schema.ts";
+import { CLAUDE_DEFAULT_MODELS, type ConfigFile } from "../../shared/config/schema.ts";
 import { ServerFsError } from "../../shared/errors.ts";
 import { cutUtf8 } from "../../shared/utf8.ts";
 import { failed, failedFrom, SettleOnce, startRun, textPayload } from "./adapter-kit.ts";
@@ -34,6 +37,7 @@ import {
   type PermissionResponse,
   type ToolRequest,
   toolResultText,
+  usageOf,
   userLine,
 } from "./claude-wire.ts";
 import { parseLine } from "./fake-wire.ts";
@@ -41,7 +45,24 @@ import type { ProviderProcess } from "./spawn.ts";
 import type { Outcome, RunContext, RuntimeAdapter } from "./types.ts";
 import { probeVersion } from "./version-probe.ts";
 
-export type ClaudeSettings = Pick<ConfigFile["runtimes"]["claude"], "bin" | "config_dir" | "probe_timeout_seconds">;
+/** `[runtimes.claude]` as the adapter uses it; `models` left out means the default set. */
+export type ClaudeSettings = Pick<ConfigFile["runtimes"]["claude"], "bin" | "config_dir" | "probe_timeout_seconds"> &
+  Partial<Pick<ConfigFile["runtimes"]["claude"], "models">>;
+
+/** The efforts `claude --effort` takes; the CLI takes each for every model it runs. */
+export const CLAUDE_EFFORTS = ["low", "medium", "high", "xhigh", "max"];
+
+/** The result subtype of a run stopped by `--max-budget-usd`. */
+const BUDGET_EXHAUSTED = "error_max_budget_usd";
+
+/** The CLI flags of a task's choices (docs/runtimes.md#models-effort-and-budget). */
+function choiceArgs(c: RunContext["choices"]): string[] {
+  return [
+    ...(c.model !== null ? ["--model", c.model] : []),
+    ...(c.effort !== null ? ["--effort", c.effort] : []),
+    ...(c.max_budget_usd !== null ? ["--max-budget-usd", String(c.max_budget_usd)] : []),
+  ];
+}
 
 const ARGS = ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--permission-prompt-tool", "stdio"];
 
@@ -147,7 +168,10 @@ class ClaudeRun {
         }
         return;
       case "result":
+        // before the outcome, so the usage is committed with the run's last batch
+        for (const usage of usageOf(line.modelUsage)) this.ctx.emit("task.usage", { ...usage });
         if (this.cancelRequested) this.result.settle({ kind: "cancelled" });
+        else if (line.is_error && line.subtype === BUDGET_EXHAUSTED) this.result.settle(failed("AGENT_BUDGET_EXCEEDED", "the run reached its max_budget_usd"));
         else if (line.is_error) this.result.settle(this.notResumed() ?? failed("AGENT_PROVIDER_ERROR", line.result || "the agent runtime reported an error"));
         else this.result.settle({ kind: "final", text: line.result ?? "" });
         // one turn per run: closing the input lets the CLI exit
@@ -248,9 +272,19 @@ export function createClaudeAdapter(settings: ClaudeSettings): RuntimeAdapter {
         in_flight_recovery: "session-resume",
       };
     },
+    async listModels() {
+      const models = settings.models ?? CLAUDE_DEFAULT_MODELS;
+      return models.map((model, i) => ({ model, efforts: [...CLAUDE_EFFORTS], default_effort: null, is_default: i === 0 }));
+    },
+    onlyListedModels: true,
     start(ctx) {
       const resume = ctx.continueNativeSessionId !== null ? ["--resume", ctx.continueNativeSessionId] : [];
-      return startRun(ctx, { command: [bin, ...ARGS, ...resume], env: withConfigDir(ctx.env) }, (proc) => new ClaudeRun(proc, ctx), noSteering);
+      return startRun(
+        ctx,
+        { command: [bin, ...ARGS, ...choiceArgs(ctx.choices), ...resume], env: withConfigDir(ctx.env) },
+        (proc) => new ClaudeRun(proc, ctx),
+        noSteering,
+      );
     },
   };
 }

@@ -8,12 +8,14 @@
  * `sandbox` (passed on thread/start and thread/resume only when set; a review task always runs with
  * approval policy "never" and sandbox "read-only", without MCP servers, hooks, plugins, apps and the
  * other extensions that act outside the sandbox, and any approval it still asks is declined on its
- * own with an `approval.auto_declined` event). Type `CodexSettings`.
+ * own with an `approval.auto_declined` event), `models` (the operator's narrowing of what `model/list`
+ * offers, codex-models.ts). Type `CodexSettings`.
  *
  * Run order: spawn (its own group) → `recordNative({pgid, startTime})` awaited → initialize +
  * initialized (else AGENT_RUNTIME_NOT_READY) → thread/start or thread/resume (the thread id is the
- * native session) → turn/start (the turn id) → `started()` → this thread's notifications and requests
- * as they come → one outcome at turn/completed. stdin is closed once the outcome is known, which
+ * native session) → turn/start with the task's model and effort (the turn id) → `started()` → this
+ * thread's notifications and requests as they come (token usage → `task.usage`, a reroute →
+ * `model.rerouted`) → one outcome at turn/completed. stdin is closed once the outcome is known, which
  * ends the app-server; a malformed or oversized line ends the run with AGENT_PROVIDER_ERROR.
  */
 
@@ -23,15 +25,17 @@ import type { ConfigFile } from "../../shared/config/schema.ts";
 import { ServerFsError } from "../../shared/errors.ts";
 import { VERSION } from "../../shared/version.ts";
 import { autoDeclinedEvent } from "../auto-decline.ts";
-import { cutEventText, failed, failedFrom, notActive, runtimeInfo, SettleOnce, startRun } from "./adapter-kit.ts";
+import { cutEventText, failed, failedFrom, notActive, runtimeInfo, SettleOnce, startRun, TokenCount } from "./adapter-kit.ts";
 import { AgentMessages, type CodexItem, CodexItemSchema, itemPayload, proposedChanges } from "./codex-items.ts";
+import { listCodexModels } from "./codex-models.ts";
 import { planServerRequest } from "./codex-requests.ts";
 import { CodexRpc, type Incoming, parseIncoming, type RequestId, RpcFailure } from "./codex-rpc.ts";
 import type { ProviderProcess } from "./spawn.ts";
-import type { Outcome, ProposedFileChange, RunContext, RuntimeAdapter } from "./types.ts";
+import type { Outcome, ProposedFileChange, RunContext, RuntimeAdapter, UsagePayload } from "./types.ts";
 import { probeVersion } from "./version-probe.ts";
 
-export type CodexSettings = ConfigFile["runtimes"]["codex"];
+/** `[runtimes.codex]`; `models` (the operator's narrowing) may be left out: then every listed model. */
+export type CodexSettings = Omit<ConfigFile["runtimes"]["codex"], "models"> & Partial<Pick<ConfigFile["runtimes"]["codex"], "models">>;
 
 /**
  * Codex features enabled on every thread (`config` of thread/start and thread/resume): without them
@@ -62,7 +66,7 @@ const REVIEW_WITHOUT = {
 /** A human's answer that never comes back to codex is refused with this JSON-RPC code. */
 const NO_ANSWER = -32000;
 
-const ThreadResult = v.looseObject({ thread: v.looseObject({ id: v.string() }) });
+const ThreadResult = v.looseObject({ thread: v.looseObject({ id: v.string() }), model: v.optional(v.string()) });
 const TurnResult = v.looseObject({ turn: v.looseObject({ id: v.string() }) });
 const TurnCompleted = v.looseObject({
   turn: v.looseObject({
@@ -88,6 +92,12 @@ const McpStatusPage = v.looseObject({
   nextCursor: v.optional(v.nullable(v.string())),
 });
 const ItemNotification = v.looseObject({ item: CodexItemSchema });
+const TokenUsageUpdated = v.looseObject({
+  tokenUsage: v.looseObject({
+    last: v.looseObject({ inputTokens: TokenCount, cachedInputTokens: TokenCount, outputTokens: TokenCount, reasoningOutputTokens: TokenCount }),
+  }),
+});
+const ModelRerouted = v.looseObject({ fromModel: v.string(), toModel: v.string(), reason: v.optional(v.string(), "") });
 const ErrorNotification = v.looseObject({
   error: v.optional(v.nullable(v.looseObject({ message: v.optional(v.string()) }))),
   willRetry: v.optional(v.boolean(), false),
@@ -112,6 +122,8 @@ class CodexRun {
   private readonly rpc: CodexRpc;
   private threadId: string | null = null;
   private turnId: string | null = null;
+  /** The model the turn runs: the one asked, else the thread's; a reroute changes it. */
+  private model: string | null;
   /** The turn was started and has not ended: steering and interrupts go to it. */
   private running = false;
   private cancelRequested = false;
@@ -133,6 +145,7 @@ class CodexRun {
     private readonly settings: CodexSettings,
   ) {
     this.rpc = new CodexRpc(proc, settings.request_timeout_seconds * 1000);
+    this.model = ctx.choices.model;
   }
 
   async drive(): Promise<void> {
@@ -154,7 +167,7 @@ class CodexRun {
       this.threadId = threadId;
       await this.ctx.recordNative({ sessionId: threadId });
       const turn = await this.step(
-        this.rpc.request("turn/start", { threadId, input: textInput(this.ctx.prompt) }),
+        this.rpc.request("turn/start", { threadId, input: textInput(this.ctx.prompt), ...this.turnChoices() }),
         "AGENT_PROVIDER_ERROR",
         "the agent runtime refused the turn",
       );
@@ -177,6 +190,12 @@ class CodexRun {
       await reading;
       this.rpc.close();
     }
+  }
+
+  /** The model and effort the task asked for, as turn/start overrides (absent: the thread's own). */
+  private turnChoices(): Record<string, string> {
+    const { model, effort } = this.ctx.choices;
+    return { ...(model !== null ? { model } : {}), ...(effort !== null ? { effort } : {}) };
   }
 
   /** Awaits one of our requests; a refusal, timeout or closed stream becomes `code`. */
@@ -207,9 +226,10 @@ class CodexRun {
         "AGENT_PROVIDER_ERROR",
         "the agent runtime refused to start a thread",
       );
-      const id = expect(ThreadResult, r, "the agent runtime sent no thread").thread.id;
-      if (review) await this.checkIsolated(id);
-      return id;
+      const started = expect(ThreadResult, r, "the agent runtime sent no thread");
+      this.model ??= started.model ?? null;
+      if (review) await this.checkIsolated(started.thread.id);
+      return started.thread.id;
     }
     const r = await this.step(
       this.rpc.request("thread/resume", { threadId: resumeId, cwd: this.ctx.cwd, excludeTurns: true, ...overrides }),
@@ -220,6 +240,7 @@ class CodexRun {
     if (!id.success || id.output.thread.id !== resumeId) {
       throw new ServerFsError("AGENT_SESSION_NOT_RESUMABLE", "the session cannot be resumed");
     }
+    this.model ??= id.output.model ?? null;
     if (review) await this.checkIsolated(resumeId);
     return resumeId;
   }
@@ -316,6 +337,29 @@ class CodexRun {
           will_retry: p.output.willRetry,
           ...(cut.truncated ? { truncated: true } : {}),
         });
+        return;
+      }
+      case "thread/tokenUsage/updated": {
+        // `last` is what the latest model call used, so the events of a turn add up to the turn's usage
+        const p = v.safeParse(TokenUsageUpdated, params);
+        if (!p.success) return;
+        const last = p.output.tokenUsage.last;
+        const usage: UsagePayload = {
+          model: this.model,
+          input_tokens: last.inputTokens,
+          cached_input_tokens: last.cachedInputTokens,
+          output_tokens: last.outputTokens,
+          reasoning_output_tokens: last.reasoningOutputTokens,
+          cost_usd: null,
+        };
+        this.ctx.emit("task.usage", { ...usage });
+        return;
+      }
+      case "model/rerouted": {
+        const p = v.safeParse(ModelRerouted, params);
+        if (!p.success) return;
+        this.model = p.output.toModel;
+        this.ctx.emit("model.rerouted", { from_model: p.output.fromModel, to_model: p.output.toModel, reason: p.output.reason });
         return;
       }
       case "serverRequest/resolved": {
@@ -420,6 +464,8 @@ export function createCodexAdapter(settings: CodexSettings): RuntimeAdapter {
       const probe = await probeVersion([bin, "--version"], envOf(process.env), settings.request_timeout_seconds * 1000);
       return runtimeInfo("codex", probe.available, probe.version, true);
     },
+    listModels: () => listCodexModels([bin, "app-server"], envOf(process.env), settings.request_timeout_seconds * 1000, settings.models ?? []),
+    onlyListedModels: (settings.models ?? []).length > 0,
     start(ctx) {
       return startRun(ctx, { command: [bin, "app-server"], env: envOf(ctx.env) }, (proc) => new CodexRun(proc, ctx, settings));
     },

@@ -4,7 +4,8 @@
  *
  * Offers types: `RuntimeAdapter`, `RuntimeInfo`, `RunContext`, `RunHandle`, `Outcome`,
  * `ProviderEventType`, `ApprovalPayload`, `QuestionPayload`, `ApprovalResolution`,
- * `QuestionResolution`, `NativeFacts`, `Profile`.
+ * `QuestionResolution`, `NativeFacts`, `Profile`, `ModelInfo`, `RunChoices`, `UsagePayload`;
+ * the constant `NO_CHOICES`.
  *
  * Everything a run hands back (outcome, payloads) is plain data, so it crosses a comlink boundary.
  * Host paths in payloads and texts are left for the Bridge's redaction (docs/events.md#redaction).
@@ -29,6 +30,39 @@ export interface RuntimeInfo {
   in_flight_recovery: "none" | "session-resume" | "native";
 }
 
+/**
+ * One model a task may ask for (docs/runtimes.md#models-effort-and-budget): its name as the runtime
+ * takes it, the reasoning efforts it supports, the one it uses when none is asked (null: the CLI's own
+ * choice), and whether it is the runtime's default model.
+ */
+export interface ModelInfo {
+  model: string;
+  efforts: string[];
+  default_effort: string | null;
+  is_default: boolean;
+}
+
+/** What a task asked for (docs/runtimes.md#models-effort-and-budget); null leaves it to the runtime. */
+export interface RunChoices {
+  model: string | null;
+  effort: string | null;
+  /** Claude only: the run stops once it has spent this much (AGENT_BUDGET_EXCEEDED). */
+  max_budget_usd: number | null;
+}
+
+/** A run that asks for nothing: the runtime's own model, effort and no budget. */
+export const NO_CHOICES: RunChoices = Object.freeze({ model: null, effort: null, max_budget_usd: null });
+
+/** The payload of a `task.usage` event (docs/events.md#provider-events-the-runtime-adapters-in-the-provider-worker). */
+export interface UsagePayload {
+  model: string | null;
+  input_tokens: number;
+  cached_input_tokens: number;
+  output_tokens: number;
+  reasoning_output_tokens: number;
+  cost_usd: number | null;
+}
+
 /** The provider-normalized event types of docs/events.md#event-types (their payloads are specified there). */
 export type ProviderEventType =
   | "turn.started"
@@ -40,7 +74,9 @@ export type ProviderEventType =
   | "file_change.started"
   | "tool.started"
   | "tool.completed"
-  | "approval.auto_declined";
+  | "approval.auto_declined"
+  | "task.usage"
+  | "model.rerouted";
 
 /** docs/task-model.md#human-in-the-loop-requests approval payload, as an adapter fills it. */
 export interface ApprovalPayload {
@@ -129,6 +165,8 @@ export interface RunContext {
   startDir?: VerifiedStartDir;
   prompt: string;
   profile: Profile;
+  /** The model, effort and budget the task asked for. */
+  choices: RunChoices;
   /** The prior task's native session for a continuation, else null. */
   continueNativeSessionId: string | null;
   /** 32 lowercase hex, durable before `start` is called; exported as SERVERFS_PROVIDER_MARK. */
@@ -192,6 +230,16 @@ export interface RuntimeAdapter {
   readonly name: string;
   /** Never starts a run; bounded; a missing binary is `available: false`, not an error. */
   probe(): Promise<RuntimeInfo>;
+  /**
+   * The models a task may ask for, as far as the operator allows them (`[runtimes.X] models`); never
+   * starts a task. Rejects when the runtime cannot say (the listing then shows the models unknown).
+   */
+  listModels(): Promise<ModelInfo[]>;
+  /**
+   * The operator named the models a task may run (`[runtimes.X] models`), so a task that asks for none
+   * runs the listed default; otherwise it runs whatever the runtime's own configuration says.
+   */
+  readonly onlyListedModels: boolean;
   /** Starts a run, or resumes `ctx.continueNativeSessionId`. Spawn failures arrive as the outcome. */
   start(ctx: RunContext): RunHandle;
 }

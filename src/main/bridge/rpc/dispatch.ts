@@ -8,6 +8,7 @@
 import { checkObject } from "../../../shared/bridge-protocol/check.ts";
 import { isJsonObject, PROTOCOL_VERSION, RequestEnvelopeSchema, type RpcResponse } from "../../../shared/bridge-protocol/envelope.ts";
 import { isMethod, METHOD_PARAMS, type Method, type Params } from "../../../shared/bridge-protocol/methods.ts";
+import type { ResultInput } from "../../../shared/bridge-protocol/results.ts";
 import { isServerFsError } from "../../../shared/errors.ts";
 import { isStorageFault, storageError } from "../../../shared/storage-fault.ts";
 import { decodeStrict } from "../../../shared/utf8.ts";
@@ -18,8 +19,12 @@ export interface RequestContext {
   signal: AbortSignal;
 }
 
-/** A method's handler, its params typed by that method's schema in METHOD_PARAMS (defaults applied). */
-export type MethodHandler<M extends Method> = (params: Params<M>, ctx: RequestContext) => Promise<object> | object;
+/**
+ * A method's handler, its params typed by that method's schema in METHOD_PARAMS (defaults applied)
+ * and its answer by that method's schema in METHOD_RESULTS. The answer goes out as the handler built
+ * it: the schema types it, nothing here re-parses it.
+ */
+export type MethodHandler<M extends Method> = (params: Params<M>, ctx: RequestContext) => Promise<ResultInput<M>> | ResultInput<M>;
 /** A handler for every method: what the Bridge serves. */
 export type MethodTable = { [M in Method]: MethodHandler<M> };
 /** A server may leave methods out; they answer METHOD_NOT_FOUND. */
@@ -106,7 +111,7 @@ async function invoke<M extends Method>(
   } catch (e) {
     if (isServerFsError(e)) return failure(request_id, e.code, e.message);
     // a read that met a failing disk or a database locked past its busy timeout
-    if (isStorageFault(e)) return failure(request_id, "BRIDGE_STORAGE_ERROR", storageError().message);
+    if (isStorageFault(e)) return failure(request_id, "BRIDGE_STORAGE_ERROR", storageError(e).message);
     dispatch.onUnexpected?.(method, e);
     return failure(request_id, "BRIDGE_PROTOCOL_ERROR", INTERNAL_FAILURE);
   }

@@ -3,6 +3,7 @@
  * `task.events` (with its long poll) and `task.result.read`. Offers one function per method.
  */
 import type { Params } from "../../../shared/bridge-protocol/methods.ts";
+import type { ResultInput } from "../../../shared/bridge-protocol/results.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { isTaskId } from "../../../shared/ids.ts";
 import { LIMITS } from "../../../shared/limits.ts";
@@ -11,7 +12,7 @@ import { notFound, type ServiceContext } from "./context.ts";
 
 const ANSWER_RESPONSE_LIMIT = 1_000_000;
 
-export async function runtimeList(ctx: ServiceContext) {
+export async function runtimeList(ctx: ServiceContext): Promise<ResultInput<"runtime.list">> {
   return { runtimes: await ctx.deps.probes.list() };
 }
 
@@ -21,7 +22,7 @@ export function readTask(ctx: ServiceContext, taskId: string): TaskObject {
   return task;
 }
 
-export function readTaskList(ctx: ServiceContext, p: Params<"task.list">) {
+export function readTaskList(ctx: ServiceContext, p: Params<"task.list">): ResultInput<"task.list"> {
   const status = p.status ?? undefined;
   if (status !== undefined && !(TASK_STATUSES as readonly string[]).includes(status)) {
     throw new ServerFsError("INVALID_REQUEST", "status is not a task status");
@@ -34,7 +35,7 @@ export function readTaskList(ctx: ServiceContext, p: Params<"task.list">) {
   return { tasks: page.tasks, next_before_task_id: page.nextBeforeTaskId };
 }
 
-export async function readEvents(ctx: ServiceContext, p: Params<"task.events">, signal?: AbortSignal) {
+export async function readEvents(ctx: ServiceContext, p: Params<"task.events">, signal?: AbortSignal): Promise<ResultInput<"task.events">> {
   const task = ctx.requireTask(p.task_id);
   const { after_event_id: after, limit, wait_ms: waitMs } = p;
   if (after < 0 || limit < 1 || limit > LIMITS.max_event_page || waitMs < 0 || waitMs > LIMITS.max_wait_ms) {
@@ -68,7 +69,7 @@ export async function readEvents(ctx: ServiceContext, p: Params<"task.events">, 
   };
 }
 
-export async function readResult(ctx: ServiceContext, p: Params<"task.result.read">) {
+export async function readResult(ctx: ServiceContext, p: Params<"task.result.read">): Promise<ResultInput<"task.result.read">> {
   const task = ctx.requireTask(p.task_id);
   if (task.result_storage !== "spool" || task.result_size_bytes === null) {
     throw new ServerFsError("AGENT_RESULT_NOT_RETRIEVABLE", "the task has no spooled result; read final_response from get_agent_task");

@@ -5,6 +5,7 @@
  * `recoveryClear`.
  */
 import type { Params } from "../../../shared/bridge-protocol/methods.ts";
+import type { ResultInput } from "../../../shared/bridge-protocol/results.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { clearGuard, listGuards } from "../../../shared/leases/operator-override.ts";
 import type { SweepFinding } from "../../../shared/leases/reconcile-verdict.ts";
@@ -34,11 +35,11 @@ export function providersGone(ctx: ServiceContext, findings: SweepFinding[]): vo
   ctx.unrecorded.prune(ctx.store);
 }
 
-export function recoveryList(ctx: ServiceContext) {
+export function recoveryList(ctx: ServiceContext): ResultInput<"recovery.list"> {
   return { guards: listGuards(ctx.lockDir, ctx.store) };
 }
 
-export function recoveryClear(ctx: ServiceContext, p: Params<"recovery.clear">) {
+export function recoveryClear(ctx: ServiceContext, p: Params<"recovery.clear">): ResultInput<"recovery.clear"> {
   if (p.confirm !== true) throw new ServerFsError("INVALID_REQUEST", "confirm must be true");
   return clearGuard(ctx.recoveryScope, p.slot);
 }

@@ -14,6 +14,7 @@ import { type GroupVerdict, proveStopped } from "../../../shared/process-group.t
 import { isStorageFault } from "../../../shared/storage-fault.ts";
 import type { Workspace } from "../../../shared/workspace.ts";
 import type { ProviderHost, RunReport } from "../../../workers/provider-protocol.ts";
+import type { RunChoices } from "../../../workers/providers/types.ts";
 import type { ServiceContext } from "./context.ts";
 import { openInteraction, withdrawInteraction } from "./interactions.ts";
 import type { LiveRun } from "./live-runs.ts";
@@ -31,6 +32,7 @@ export async function executeRun(
   prompt: string,
   profile: Profile,
   continueNativeSessionId: string | null,
+  choices: RunChoices,
 ): Promise<void> {
   let report: RunReport = { started: false, pgid: null, startTime: null };
   try {
@@ -48,6 +50,7 @@ export async function executeRun(
         prompt,
         profile,
         continueNativeSessionId,
+        choices,
         mark,
         roots: [ws.workdir.bridgePath, ws.realRoot],
       },

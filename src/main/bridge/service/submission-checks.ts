@@ -39,9 +39,16 @@ export interface FingerprintInput {
   prompt: string;
   runtime: string;
   workdir: string;
+  model: string | null;
+  effort: string | null;
+  max_budget_usd: number | null;
 }
 
-/** Step 6: never includes correlation_id (it is never used for idempotency). */
+/**
+ * Step 6: never includes correlation_id (it is never used for idempotency). A choice (model, effort,
+ * budget) counts only when asked, so a request without one keeps the fingerprint it had before choices
+ * existed. The budget is hashed as its decimal text: canonical JSON holds integers only.
+ */
 export function requestFingerprint(f: FingerprintInput): string {
   return sha256Hex(
     canonicalJson({
@@ -51,6 +58,9 @@ export function requestFingerprint(f: FingerprintInput): string {
       prompt_sha256: sha256Hex(f.prompt),
       runtime: f.runtime,
       workdir: f.workdir,
+      ...(f.model !== null ? { model: f.model } : {}),
+      ...(f.effort !== null ? { effort: f.effort } : {}),
+      ...(f.max_budget_usd !== null ? { max_budget_usd: String(f.max_budget_usd) } : {}),
     }),
   );
 }

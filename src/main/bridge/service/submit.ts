@@ -4,6 +4,7 @@
  * Offers `submitTask`.
  */
 import type { Params } from "../../../shared/bridge-protocol/methods.ts";
+import type { ResultInput } from "../../../shared/bridge-protocol/results.ts";
 import type { RuntimeName } from "../../../shared/config/schema.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { isTaskId, newTaskId } from "../../../shared/ids.ts";
@@ -20,11 +21,12 @@ import type { ServiceContext } from "./context.ts";
 import { awaitEndedLeaseHolder } from "./ended-lease-holder.ts";
 import { onDeadline } from "./expiry.ts";
 import type { LiveRun } from "./live-runs.ts";
+import { budgetMicroUsd, needsListing, recordedChoices, resolveChoices } from "./model-choices.ts";
 import { lazyReconcile } from "./recovery.ts";
 import { executeRun } from "./run-lifecycle.ts";
 import { authorize, checkPrompt, normalizeStartPath, requestFingerprint, resolveStartDirectory } from "./submission-checks.ts";
 
-export async function submitTask(ctx: ServiceContext, p: Params<"task.submit">) {
+export async function submitTask(ctx: ServiceContext, p: Params<"task.submit">): Promise<ResultInput<"task.submit">> {
   if (ctx.closing) throw new ServerFsError("BRIDGE_CLOSED", "the Bridge is shutting down");
   const correlationId = opaqueValue(p.correlation_id, "correlation_id", "INVALID_REQUEST");
   const idempotencyKey = opaqueValue(p.idempotency_key, "idempotency_key", "INVALID_REQUEST");
@@ -42,8 +44,11 @@ export async function submitTask(ctx: ServiceContext, p: Params<"task.submit">) 
     prompt: p.prompt,
     runtime: p.runtime,
     workdir: p.workdir,
+    model: p.model,
+    effort: p.effort,
+    max_budget_usd: p.max_budget_usd,
   });
-  const replay = () => {
+  const replay = (): ResultInput<"task.submit"> | null => {
     if (idempotencyKey === null) return null;
     const existing = ctx.store.findByIdempotencyKey(idempotencyKey);
     if (!existing || collectIfExpired(ctx.gcScope, existing)) return null;
@@ -66,7 +71,15 @@ export async function submitTask(ctx: ServiceContext, p: Params<"task.submit">) 
   if (!ws) throw new ServerFsError("WORKDIR_NOT_FOUND", "no workdir has this alias");
   authorize(ws, p.runtime, profile);
   const startDir = resolveStartDirectory(ws, path);
-  const continueNativeSessionId = continueFrom ? checkContinuation(ctx, continueFrom, p.runtime, ws, profile) : null;
+  const prior = continueFrom ? checkContinuation(ctx, continueFrom, p.runtime, ws, profile) : null;
+  const continueNativeSessionId = prior?.native_session_id ?? null;
+  // a continuation keeps what its parent was given, unless it asks otherwise
+  const inherited = recordedChoices(prior?.manifest_json ?? null);
+  const asked = { model: p.model ?? inherited.model, effort: p.effort ?? inherited.effort, max_budget_usd: p.max_budget_usd ?? inherited.max_budget_usd };
+  // only a submission that must see the models waits for them (a Codex listing spawns an app-server)
+  const onlyListed = ctx.deps.probes.onlyListedModels(p.runtime);
+  const listing = needsListing(asked, onlyListed) ? await ctx.deps.probes.models(p.runtime) : null;
+  const choices = resolveChoices(p.runtime, asked, listing, onlyListed);
 
   // the record in wall-clock time, and the same instant on the monotonic clock, which counts it down (timers.ts)
   const createdAt = nowIso();
@@ -86,6 +99,11 @@ export async function submitTask(ctx: ServiceContext, p: Params<"task.submit">) 
     correlationId,
     deadlineAt,
     idempotencyKey,
+    choices: {
+      model: choices.model,
+      effort: choices.effort,
+      max_budget_micro_usd: choices.max_budget_usd === null ? null : budgetMicroUsd(choices.max_budget_usd),
+    },
   });
 
   // A lease held only by a task that already ended is waited for (bounded), outside the critical section.
@@ -149,7 +167,7 @@ export async function submitTask(ctx: ServiceContext, p: Params<"task.submit">) 
   }
   ctx.deadlines.armAt(taskId, deadlineDue, () => void onDeadline(ctx, taskId));
   ctx.logTask("task_submitted", taskId);
-  run.done = executeRun(ctx, run, ws, startDir, p.prompt, profile, continueNativeSessionId).catch((e) => {
+  run.done = executeRun(ctx, run, ws, startDir, p.prompt, profile, continueNativeSessionId, choices).catch((e) => {
     // every expected failure is settled inside; this keeps an unexpected one from taking the Bridge down
     ctx.deps.audit.error("run_failed", { task_id: taskId, error_type: e instanceof Error ? e.name : typeof e });
   });
@@ -185,8 +203,8 @@ function schedulingFailed(ctx: ServiceContext, run: LiveRun, guardSlot: number |
   ctx.unrecorded.attempt(run.taskId, () => ctx.store.endTask(run.taskId, { to: "interrupted", error }));
 }
 
-/** The continuation checks (docs/bridge-rpc.md#tasksubmit, row 10), in order; returns the prior native session id (in memory only). */
-function checkContinuation(ctx: ServiceContext, fromId: string, runtime: string, ws: Workspace, profile: string): string {
+/** The continuation checks (docs/bridge-rpc.md#tasksubmit, row 10), in order; returns the prior task (its native session id stays in memory only). */
+function checkContinuation(ctx: ServiceContext, fromId: string, runtime: string, ws: Workspace, profile: string): TaskRow & { native_session_id: string } {
   const prior = isTaskId(fromId) ? ctx.store.getTask(fromId) : null;
   if (!prior) throw new ServerFsError("AGENT_TASK_NOT_FOUND", "the task to continue does not exist");
   const notResumable = (why: string) => new ServerFsError("AGENT_SESSION_NOT_RESUMABLE", why);
@@ -196,5 +214,5 @@ function checkContinuation(ctx: ServiceContext, fromId: string, runtime: string,
   }
   if (!prior.native_session_id) throw notResumable("the task to continue has no session");
   if (!isTerminal(prior.status)) throw notResumable("the task to continue has not ended");
-  return prior.native_session_id;
+  return { ...prior, native_session_id: prior.native_session_id };
 }

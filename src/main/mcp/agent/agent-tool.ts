@@ -1,11 +1,12 @@
 /**
  * The common shape of the nine Agent tools (docs/mcp-tools.md#agent-tools): schema → the tool's MCP-side
- * checks → exactly one Bridge RPC (more only when the call asks the human a form, docs/elicitation.md)
- * → the answer validated against the tool's output shape → audit
+ * checks → exactly one Bridge RPC (more only when the call asks the human a form, docs/elicitation.md),
+ * whose answer the Bridge client has checked against the method's result schema → audit
  * fields (`schema_version: 1`, `correlation_id`, byte counts; never prompts or messages).
  */
 import * as v from "valibot";
 import type { Method, ParamsInput } from "../../../shared/bridge-protocol/methods.ts";
+import type { Result } from "../../../shared/bridge-protocol/results.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
 import { LIMITS } from "../../../shared/limits.ts";
 import type { McpDeps } from "../deps.ts";
@@ -14,13 +15,10 @@ import { type Annotations, defineTool, type ObjectSchema, type ToolCall, type To
 
 /**
  * One Bridge RPC; rejects with the mapped ServerFsError (docs/mcp-tools.md#bridge-calls). The params
- * are typed by the method's schema in METHOD_PARAMS, the one the Bridge checks them against.
+ * are typed by the method's schema in METHOD_PARAMS, the one the Bridge checks them against, and the
+ * answer by its schema in METHOD_RESULTS, the one the client checks it against.
  */
-export type BridgeCaller = <M extends Method>(
-  method: M,
-  params: ParamsInput<M>,
-  opts: { signal: AbortSignal; extraTimeoutMs?: number },
-) => Promise<Record<string, unknown>>;
+export type BridgeCaller = <M extends Method>(method: M, params: ParamsInput<M>, opts: { signal: AbortSignal; extraTimeoutMs?: number }) => Promise<Result<M>>;
 
 export interface AgentDeps extends McpDeps {
   bridge: BridgeCaller;
@@ -51,25 +49,28 @@ export function expectShape<T extends v.GenericSchema>(schema: T, value: unknown
   return parsed.output;
 }
 
+/** The methods a tool forwards to as they are: each answers the task's `correlation_id`, which the audit records. */
+export type ProxyMethod = { [M in Method]: Result<M> extends { correlation_id: string | null } ? M : never }[Method];
+
 /** A tool that forwards to one Bridge method: the declaration of a ToolDef, without its own handler. */
-export interface ProxyToolSpec<I extends ObjectSchema, M extends Method>
+export interface ProxyToolSpec<I extends ObjectSchema, M extends ProxyMethod>
   extends Pick<ToolDef<I>, "name" | "title" | "description" | "annotations" | "input" | "output" | "bulk"> {
   method: M;
   params(args: v.InferOutput<I>): ParamsInput<M>;
-  /** Audit fields from the arguments and the validated result. */
-  audit?(args: v.InferOutput<I>, result: Record<string, unknown>, call: ToolCall): void;
+  /** Audit fields from the arguments and the answer. */
+  audit?(args: v.InferOutput<I>, result: Result<M>, call: ToolCall): void;
   /**
    * What the call does with the Bridge's answer before it answers itself (the elicitation of a
    * pending request, docs/elicitation.md); its result replaces the answer.
    */
-  settle?(args: v.InferOutput<I>, raw: Record<string, unknown>, call: ToolCall): Promise<Record<string, unknown>>;
-  /** Reshape the validated result (e.g. strip native ids) before returning it. */
-  present?(result: Record<string, unknown>): Record<string, unknown>;
+  settle?(args: v.InferOutput<I>, answer: Result<M>, call: ToolCall): Promise<Result<M>>;
+  /** Reshape the answer (e.g. strip native ids) into the tool's `output` before returning it. */
+  present?(result: Result<M>): Record<string, unknown>;
   extraTimeoutMs?(args: v.InferOutput<I>): number;
 }
 
 /** A tool that is exactly one RPC after its schema (every Agent tool but submit and list). */
-export function proxyTool<I extends ObjectSchema, M extends Method>(deps: AgentDeps, spec: ProxyToolSpec<I, M>): ToolDef {
+export function proxyTool<I extends ObjectSchema, M extends ProxyMethod>(deps: AgentDeps, spec: ProxyToolSpec<I, M>): ToolDef {
   return defineTool({
     name: spec.name,
     title: spec.title,
@@ -87,12 +88,10 @@ export function proxyTool<I extends ObjectSchema, M extends Method>(deps: AgentD
         signal: call.signal,
         extraTimeoutMs: spec.extraTimeoutMs?.(args) ?? 0,
       });
-      const raw = spec.settle ? await spec.settle(args, answer, call) : answer;
-      const shaped = spec.present ? spec.present(raw) : raw;
-      const result = expectShape(spec.output, shaped) as Record<string, unknown>;
-      call.audit["correlation_id"] = (result["correlation_id"] as string | null | undefined) ?? null;
+      const result = spec.settle ? await spec.settle(args, answer, call) : answer;
+      call.audit["correlation_id"] = result.correlation_id;
       spec.audit?.(args, result, call);
-      return result;
+      return spec.present ? spec.present(result) : result;
     },
   });
 }

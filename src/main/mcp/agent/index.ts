@@ -3,23 +3,28 @@ import type { McpDeps } from "../deps.ts";
 import { AGENT_SCOPE } from "../oauth/scopes.ts";
 import type { ToolDef } from "../tool.ts";
 import type { AgentDeps, BridgeCaller } from "./agent-tool.ts";
+import { answerAgentQuestion } from "./answer-agent-question.ts";
+import { cancelAgentTask } from "./cancel-agent-task.ts";
+import { getAgentTask } from "./get-agent-task.ts";
 import { listAgentRuntimes } from "./list-agent-runtimes.ts";
-import { proxyTools } from "./proxy-tools.ts";
+import { readAgentTaskEvents } from "./read-agent-task-events.ts";
+import { readAgentTaskResult } from "./read-agent-task-result.ts";
+import { respondAgentApproval } from "./respond-agent-approval.ts";
+import { sendAgentMessage } from "./send-agent-message.ts";
 import { submitAgentTask } from "./submit-agent-task.ts";
 
 export function agentTools(deps: McpDeps, bridge: BridgeCaller): ToolDef[] {
   const agent: AgentDeps = { ...deps, bridge };
-  const p = proxyTools(agent);
   const tools = [
     listAgentRuntimes(agent),
     submitAgentTask(agent),
-    p["get_agent_task"]!,
-    p["read_agent_task_events"]!,
-    p["respond_agent_approval"]!,
-    p["answer_agent_question"]!,
-    p["send_agent_message"]!,
-    p["cancel_agent_task"]!,
-    p["read_agent_task_result"]!,
+    getAgentTask(agent),
+    readAgentTaskEvents(agent),
+    respondAgentApproval(agent),
+    answerAgentQuestion(agent),
+    sendAgentMessage(agent),
+    cancelAgentTask(agent),
+    readAgentTaskResult(agent),
   ];
   // Delegating work is its own right, whether the tool only looks (get_agent_task) or not.
   return tools.map((t) => ({ ...t, scope: AGENT_SCOPE }));

@@ -7,14 +7,15 @@ import { defineTool, type ToolDef } from "../tool.ts";
 import { AGENT_AUDIT, AGENT_READ, type AgentDeps, expectShape } from "./agent-tool.ts";
 import { RuntimesResult } from "./schemas.ts";
 
-const FILLED = ["version", "persistent_session", "live_steer", "interactive_approval", "interactive_question", "in_flight_recovery"];
+const FILLED = ["version", "persistent_session", "live_steer", "interactive_approval", "interactive_question", "in_flight_recovery", "models"];
 
 export function listAgentRuntimes(deps: AgentDeps): ToolDef {
   const allowed = new Set(deps.workspaces.list.flatMap((w) => w.policy.agent_runtimes as string[]));
   return defineTool({
     name: "list_agent_runtimes",
     title: "List agent runtimes",
-    description: "The coding-agent runtimes the workdirs allow, with availability, version and capabilities.",
+    description:
+      "The coding-agent runtimes the workdirs allow, with availability, version, capabilities and the models a task may ask for (each with its reasoning efforts and defaults; null when unknown).",
     annotations: AGENT_READ,
     input: v.strictObject({}),
     output: RuntimesResult,
@@ -28,14 +29,12 @@ export function listAgentRuntimes(deps: AgentDeps): ToolDef {
         return { runtimes: [] };
       }
       const raw = await deps.bridge("runtime.list", {}, { signal: call.signal });
-      const list = Array.isArray(raw["runtimes"]) ? (raw["runtimes"] as Record<string, unknown>[]) : raw["runtimes"];
-      // A runtime whose probe failed may carry only name and available: false.
-      const filled = Array.isArray(list)
-        ? list
-            .filter((r) => allowed.has(String(r["name"])))
-            .map((r) => Object.fromEntries([...Object.entries(r), ...FILLED.filter((k) => !(k in r)).map((k) => [k, null])]))
-            .sort((a, b) => String(a["name"]).localeCompare(String(b["name"])))
-        : list;
+      // A runtime whose probe failed may carry only name and available: false; the tool's shape
+      // (which also puts the fields in their order) has null for what it leaves out.
+      const filled = raw.runtimes
+        .filter((r) => allowed.has(r.name))
+        .sort((a, b) => a.name.localeCompare(b.name))
+        .map((r) => Object.fromEntries([...Object.entries(r), ...FILLED.filter((k) => !(k in r)).map((k) => [k, null])]));
       const result = expectShape(RuntimesResult, { ...raw, runtimes: filled });
       call.audit["returned"] = result.runtimes.length;
       return result;

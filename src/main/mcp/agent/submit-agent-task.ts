@@ -15,8 +15,8 @@ import { byteLength } from "../../../shared/utf8.ts";
 import { requireWorkspace } from "../deps.ts";
 import { choiceParam, pathParam, textParam, withDefault, workdirParam } from "../params.ts";
 import { defineTool, type ToolDef } from "../tool.ts";
-import { AGENT_AUDIT, type AgentDeps, agentAnnotations, expectShape, opaqueTextParam } from "./agent-tool.ts";
-import { BridgeSubmitted, SubmitResult } from "./schemas.ts";
+import { AGENT_AUDIT, type AgentDeps, agentAnnotations, opaqueTextParam } from "./agent-tool.ts";
+import { SubmitResult } from "./schemas.ts";
 
 export function submitAgentTask(deps: AgentDeps): ToolDef {
   const runtimes = ["codex", "claude", ...(deps.config.bridge.enable_fake_runtime ? ["fake"] : [])];
@@ -36,6 +36,20 @@ export function submitAgentTask(deps: AgentDeps): ToolDef {
         "workspace-write",
       ),
       continue_from_task_id: v.optional(textParam("A finished task of the same runtime and workdir whose session this task continues.")),
+      model: v.optional(
+        textParam("The model to run, one list_agent_runtimes lists for this runtime; absent: the runtime's default (a continuation keeps its parent's)."),
+      ),
+      effort: v.optional(
+        textParam("The reasoning effort, one the model supports (list_agent_runtimes); absent: the model's default (a continuation keeps its parent's)."),
+      ),
+      max_budget_usd: v.optional(
+        v.pipe(
+          v.number("must be a number"),
+          v.minValue(0.000001, "must be above 0"),
+          v.maxValue(1_000_000, "must be at most 1000000"),
+          v.description("claude only: US dollars, from 0.000001 to 1000000; the run stops (AGENT_BUDGET_EXCEEDED) once it has spent this much."),
+        ),
+      ),
       correlation_id: opaqueTextParam("Opaque metadata echoed in results and events."),
       idempotency_key: opaqueTextParam("A retry with the same key and the same request returns the existing task instead of a new one."),
     }),
@@ -52,6 +66,9 @@ export function submitAgentTask(deps: AgentDeps): ToolDef {
         profile: args.profile,
         idempotency_key: idempotencyKey ?? null,
         continue_from_task_id: args.continue_from_task_id ?? null,
+        model: args.model ?? null,
+        effort: args.effort ?? null,
+        max_budget_usd: args.max_budget_usd ?? null,
         prompt_bytes: byteLength(args.prompt),
       });
       const ws = requireWorkspace(deps, args.workdir);
@@ -67,7 +84,7 @@ export function submitAgentTask(deps: AgentDeps): ToolDef {
       call.audit["path"] = path;
       closeQuietly(openDirPath(ws.realRoot, segments, { where: ws.where(path), side: "read" }));
 
-      const raw = await deps.bridge(
+      const { replayed, ...result } = await deps.bridge(
         "task.submit",
         {
           runtime: args.runtime,
@@ -76,13 +93,15 @@ export function submitAgentTask(deps: AgentDeps): ToolDef {
           profile: args.profile,
           prompt: args.prompt,
           ...(args.continue_from_task_id ? { continue_from_task_id: args.continue_from_task_id } : {}),
+          ...(args.model !== undefined ? { model: args.model } : {}),
+          ...(args.effort !== undefined ? { effort: args.effort } : {}),
+          ...(args.max_budget_usd !== undefined ? { max_budget_usd: args.max_budget_usd } : {}),
           ...(correlationId ? { correlation_id: correlationId } : {}),
           ...(idempotencyKey ? { idempotency_key: idempotencyKey } : {}),
           ...(call.identity ? { submitter: { sub: call.identity.sub, client_id: call.identity.clientId } } : {}),
         },
         { signal: call.signal },
       );
-      const { replayed, ...result } = expectShape(BridgeSubmitted, raw);
       // the tasks whose requests this session may be asked (docs/elicitation.md): an idempotent replay
       // returns the task but never makes this session its submitter
       if (!replayed) call.session.submitted.add(result.task_id);

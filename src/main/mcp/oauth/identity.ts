@@ -3,7 +3,7 @@
  * scopes it grants. It travels to the MCP handlers as the SDK's `authInfo` (without the token, which no
  * handler needs) and from there into each `tool_call` audit record and a submitted task's `submitter`.
  */
-import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
+import type { AuthInfo } from "@modelcontextprotocol/server";
 
 export interface Identity {
   sub: string | null;

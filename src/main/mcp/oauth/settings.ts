@@ -6,7 +6,7 @@
  */
 import { ConfigError } from "../../../shared/config/load.ts";
 import type { ConfigFile } from "../../../shared/config/schema.ts";
-import { isLoopback } from "../loopback.ts";
+import { isLoopback } from "../../http-gate.ts";
 
 export interface OAuthSettings {
   issuer: string;

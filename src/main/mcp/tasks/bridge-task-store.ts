@@ -1,29 +1,23 @@
 /**
- * The SDK's TaskStore, backed by the Bridge (docs/mcp-tasks.md#durability): every answer is read from
- * the Bridge when it is asked for, nothing is kept in this process, so a restart of `serverfs mcp`
- * loses nothing. The SDK's own handlers serve tasks/get, tasks/list and tasks/cancel through it.
+ * MCP tasks read from the Bridge (docs/mcp-tasks.md#durability): every answer is read from the
+ * Bridge when it is asked for, nothing is kept in this process, so a restart of `serverfs mcp` loses
+ * nothing. The tasks handlers (mcp-tasks.ts) serve tasks/get, tasks/list and tasks/cancel through it.
  *
- * The Bridge owns a task's status and result; the MCP side never sets either. So `createTask` adopts
- * the task `task.submit` just created (its id comes in `context.task_id`), `updateTaskStatus` acts on
- * "cancelled" only (`task.cancel`; the SDK's "input_required" while it sends a request is already what
- * the Bridge says), and `storeTaskResult` refuses.
+ * The Bridge owns a task's status and result; the MCP side never sets either. So `adopt` answers the
+ * task `task.submit` just created, and `cancel` is the one change it asks of the Bridge (`task.cancel`).
  */
-import type { CreateTaskOptions, TaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/interfaces.js";
-import type { Task } from "@modelcontextprotocol/sdk/types.js";
-import * as v from "valibot";
+import type { Task } from "@modelcontextprotocol/server";
 import type { AuditLog } from "../../../shared/audit.ts";
 import { RelayedError, ServerFsError } from "../../../shared/errors.ts";
 import { isTaskId } from "../../../shared/ids.ts";
-import { type BridgeCaller, expectShape } from "../agent/agent-tool.ts";
-import { stripTaskIds, TaskResult } from "../agent/schemas.ts";
+import type { BridgeCaller } from "../agent/agent-tool.ts";
+import { stripTaskIds } from "../agent/schemas.ts";
 import { type BridgeTask, toMcpTask } from "./mcp-task.ts";
 import { notATaskId, rpcError } from "./rpc-error.ts";
 import type { ToolResult } from "./tool-outcome.ts";
 
 /** Tasks per tasks/list page, newest first; a page the Bridge finds over 1 MiB is asked for again in halves. */
 export const TASKS_PAGE_SIZE = 10;
-
-const TaskPage = v.looseObject({ tasks: v.array(v.looseObject({})), next_before_task_id: v.nullable(v.string()) });
 
 export interface BridgeTaskStoreOptions {
   bridge: BridgeCaller;
@@ -39,7 +33,7 @@ export interface BridgeTaskStoreOptions {
 
 const isNotFound = (e: unknown) => e instanceof ServerFsError && e.code === "AGENT_TASK_NOT_FOUND";
 
-export class BridgeTaskStore implements TaskStore {
+export class BridgeTaskStore {
   constructor(private readonly opts: BridgeTaskStoreOptions) {}
 
   /**
@@ -48,8 +42,7 @@ export class BridgeTaskStore implements TaskStore {
    */
   async read(taskId: string, signal = this.opts.signal): Promise<BridgeTask> {
     if (!isTaskId(taskId)) throw notATaskId();
-    const raw = await this.opts.bridge("task.get", { task_id: taskId }, { signal });
-    return expectShape(TaskResult, stripTaskIds(raw));
+    return stripTaskIds(await this.opts.bridge("task.get", { task_id: taskId }, { signal }));
   }
 
   async getTask(taskId: string): Promise<Task | null> {
@@ -61,9 +54,8 @@ export class BridgeTaskStore implements TaskStore {
     }
   }
 
-  async createTask(options: CreateTaskOptions): Promise<Task> {
-    const taskId = options.context?.["task_id"];
-    if (typeof taskId !== "string") throw rpcError(new ServerFsError("AGENT_BRIDGE_ERROR", "no Bridge task to adopt"));
+  /** The Bridge task `task.submit` has just created, as an MCP task. */
+  async adopt(taskId: string): Promise<Task> {
     try {
       return toMcpTask(await this.read(taskId), this.opts.ttlMs);
     } catch (e) {
@@ -76,9 +68,8 @@ export class BridgeTaskStore implements TaskStore {
     if (cursor !== undefined && !isTaskId(cursor)) throw notATaskId();
     for (let limit = TASKS_PAGE_SIZE; ; limit = Math.ceil(limit / 2)) {
       try {
-        const raw = await this.opts.bridge("task.list", { limit, before_task_id: cursor ?? null }, { signal: this.opts.signal });
-        const page = expectShape(TaskPage, raw);
-        const tasks = page.tasks.map((t) => toMcpTask(expectShape(TaskResult, stripTaskIds(t)), this.opts.ttlMs));
+        const page = await this.opts.bridge("task.list", { limit, before_task_id: cursor ?? null }, { signal: this.opts.signal });
+        const tasks = page.tasks.map((t) => toMcpTask(t, this.opts.ttlMs));
         return page.next_before_task_id === null ? { tasks } : { tasks, nextCursor: page.next_before_task_id };
       } catch (e) {
         if (e instanceof ServerFsError && e.code === "RESPONSE_TOO_LARGE" && limit > 1) continue;
@@ -87,11 +78,10 @@ export class BridgeTaskStore implements TaskStore {
     }
   }
 
-  async updateTaskStatus(taskId: string, status: Task["status"]): Promise<void> {
-    if (status !== "cancelled") return;
+  async cancel(taskId: string): Promise<void> {
     try {
       const answer = await this.opts.bridge("task.cancel", { task_id: taskId }, { signal: this.opts.signal });
-      this.opts.audit.info("tasks_cancel", { task_id: taskId, success: true, status: String(answer["status"]) });
+      this.opts.audit.info("tasks_cancel", { task_id: taskId, success: true, status: answer.status });
     } catch (e) {
       const code = e instanceof RelayedError ? e.relayedCode : e instanceof ServerFsError ? e.code : "AGENT_BRIDGE_ERROR";
       this.opts.audit.info("tasks_cancel", { task_id: taskId, success: false, error_code: code });
@@ -101,9 +91,5 @@ export class BridgeTaskStore implements TaskStore {
 
   getTaskResult(taskId: string): Promise<ToolResult> {
     return this.opts.finalResult(taskId);
-  }
-
-  async storeTaskResult(): Promise<void> {
-    throw rpcError(new ServerFsError("AGENT_BRIDGE_ERROR", "a task's result is the Bridge's to store"));
   }
 }

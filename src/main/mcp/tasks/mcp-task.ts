@@ -3,11 +3,10 @@
  * ServerFS `task_id` itself: nothing is kept in this process, so any `serverfs mcp`, a restarted one
  * included, answers for any task the Bridge knows.
  */
-import type { Task } from "@modelcontextprotocol/sdk/types.js";
-import type * as v from "valibot";
-import type { TaskResult } from "../agent/schemas.ts";
+import type { Task } from "@modelcontextprotocol/server";
+import type { Result } from "../../../shared/bridge-protocol/results.ts";
 
-export type BridgeTask = v.InferOutput<typeof TaskResult>;
+export type BridgeTask = Result<"task.get">;
 
 /** The pace suggested to hosts that poll tasks/get; each poll is one `task.get` RPC. */
 export const POLL_INTERVAL_MS = 2_000;
@@ -43,7 +42,7 @@ export function toMcpTask(task: BridgeTask, ttlMs: number): Task {
 }
 
 /** The ServerFS status, which the MCP one folds (queued and running are both "working"), and a failure's code and message. */
-function statusMessage(task: BridgeTask): string {
+export function statusMessage(task: BridgeTask): string {
   if (task.error_code === null) return task.status;
   return task.error_message ? `${task.status}: ${task.error_code}: ${task.error_message}` : `${task.status}: ${task.error_code}`;
 }

@@ -6,12 +6,10 @@
  * `notifications/progress` (its type and a short summary). A pending approval or question is handed
  * to the elicitation seam once per request.
  */
-import { RELATED_TASK_META_KEY } from "@modelcontextprotocol/sdk/types.js";
+import { RELATED_TASK_META_KEY, type ServerContext } from "@modelcontextprotocol/server";
 import type { BridgeCaller } from "../agent/agent-tool.ts";
-import { expectShape } from "../agent/agent-tool.ts";
-import { EventsResult } from "../agent/schemas.ts";
 import type { BridgeTaskStore } from "./bridge-task-store.ts";
-import type { PendingRequestHook, TaskCallExtra } from "./elicitation-seam.ts";
+import type { PendingRequestHook } from "./elicitation-seam.ts";
 import { isTerminalTask } from "./mcp-task.ts";
 import { progressMessage } from "./progress-message.ts";
 import { rpcError } from "./rpc-error.ts";
@@ -29,9 +27,9 @@ export interface TaskResultDeps {
   signal: AbortSignal;
 }
 
-export async function awaitTaskResult(taskId: string, extra: TaskCallExtra, deps: TaskResultDeps): Promise<ToolResult> {
-  const signal = AbortSignal.any([extra.signal, deps.signal]);
-  const progressToken = extra._meta?.progressToken;
+export async function awaitTaskResult(taskId: string, ctx: ServerContext, deps: TaskResultDeps): Promise<ToolResult> {
+  const signal = AbortSignal.any([ctx.mcpReq.signal, deps.signal]);
+  const progressToken = ctx.mcpReq._meta?.progressToken;
   let cursor = 0;
   let progress = 0;
   let handedOver: string | null = null;
@@ -45,18 +43,17 @@ export async function awaitTaskResult(taskId: string, extra: TaskCallExtra, deps
       const pending = task.pending_request;
       if (deps.onPendingRequest && pending && pending.request_id !== handedOver) {
         handedOver = pending.request_id;
-        await deps.onPendingRequest({ ...task, pending_request: pending }, extra);
+        await deps.onPendingRequest({ ...task, pending_request: pending }, ctx);
         continue;
       }
-      const raw = await deps.bridge(
+      const page = await deps.bridge(
         "task.events",
         { task_id: taskId, after_event_id: cursor, limit: EVENTS_PER_POLL, wait_ms: LONG_POLL_MS },
         { signal, extraTimeoutMs: LONG_POLL_MS },
       );
-      const page = expectShape(EventsResult, raw);
       if (progressToken !== undefined) {
         for (const e of page.events) {
-          await extra.sendNotification({
+          await ctx.mcpReq.notify({
             method: "notifications/progress",
             params: { progressToken, progress: ++progress, message: progressMessage(e.event_type, e.payload) },
           });

@@ -16,7 +16,7 @@
 import { ServerFsError } from "../../../../shared/errors.ts";
 import type { ToolCall } from "../../tool.ts";
 import type { AgentDeps } from "../agent-tool.ts";
-import type { Json } from "./form-kit.ts";
+import type { PendingRequest, Task } from "./form-kit.ts";
 import { formFor, openRequest } from "./pending-form.ts";
 import { untilWithdrawn } from "./withdrawal.ts";
 
@@ -45,17 +45,17 @@ export async function elicitPending(
   deps: AgentDeps,
   call: ToolCall,
   taskId: string,
-  task?: Json,
+  task?: Task,
   asked: Set<string> = new Set(),
-): Promise<{ task: Json; settled: number }> {
+): Promise<{ task: Task; settled: number }> {
   const get = () => deps.bridge("task.get", { task_id: taskId }, { signal: call.signal });
   let current = task ?? (await get());
   let settled = 0;
   if (!mayElicit(call, taskId)) return { task: current, settled };
   for (let forms = 0; forms < MAX_FORMS_PER_CALL; forms++) {
     const pending = openRequest(current);
-    if (!pending || asked.has(String(pending["request_id"]))) break;
-    asked.add(String(pending["request_id"]));
+    if (!pending || asked.has(pending.request_id)) break;
+    asked.add(pending.request_id);
     const outcome = await askOne(deps, call, taskId, pending);
     if (outcome === "resolved" || outcome === "stale") settled++;
     current = await get();
@@ -63,9 +63,9 @@ export async function elicitPending(
   return { task: current, settled };
 }
 
-async function askOne(deps: AgentDeps, call: ToolCall, taskId: string, pending: Json): Promise<Outcome> {
+async function askOne(deps: AgentDeps, call: ToolCall, taskId: string, pending: PendingRequest): Promise<Outcome> {
   const { form, answer } = formFor(taskId, pending);
-  const line = { task_id: taskId, request_id: String(pending["request_id"]), kind: String(pending["kind"]) };
+  const line = { task_id: taskId, request_id: pending.request_id, kind: pending.kind };
   const record = (action: string, decision: string | null, outcome: Outcome) =>
     deps.audit.info("agent_elicitation_answered", { ...line, action, decision, outcome });
 

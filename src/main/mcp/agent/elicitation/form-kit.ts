@@ -5,9 +5,14 @@
  * so that the forms do not import the module that imports them.
  */
 import type { ParamsInput } from "../../../../shared/bridge-protocol/methods.ts";
+import type { Result } from "../../../../shared/bridge-protocol/results.ts";
 import type { ElicitForm } from "../../client-session.ts";
 
 export type Json = Record<string, unknown>;
+
+/** A task as task.get answers it, and its pending request. */
+export type Task = Result<"task.get">;
+export type PendingRequest = NonNullable<Task["pending_request"]>;
 
 export type Forward =
   | { method: "task.approval.respond"; params: ParamsInput<"task.approval.respond">; decision: string }

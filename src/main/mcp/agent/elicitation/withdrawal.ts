@@ -6,8 +6,8 @@
  * event (`last_event_id`), read before the first look at the request, so nothing that happens after
  * that look is missed and no history is paged through.
  */
+import type { Result } from "../../../../shared/bridge-protocol/results.ts";
 import type { AgentDeps } from "../agent-tool.ts";
-import type { Json } from "./form-kit.ts";
 import { openRequest } from "./pending-form.ts";
 
 /**
@@ -16,10 +16,10 @@ import { openRequest } from "./pending-form.ts";
  */
 const WATCH_WAIT_MS = 5_000;
 
-const lastEventId = (page: Json): number => {
-  const id = page["last_event_id"];
+const lastEventId = (page: Result<"task.events">): number => {
+  const id = page.last_event_id;
   // a Bridge that does not say cannot be watched: the form then stays until the human answers it
-  if (typeof id !== "number") throw new Error("task.events has no last_event_id");
+  if (id === undefined) throw new Error("task.events has no last_event_id");
   return id;
 };
 
@@ -28,7 +28,7 @@ export async function untilWithdrawn(deps: AgentDeps, taskId: string, requestId:
   let cursor = lastEventId(await deps.bridge("task.events", { task_id: taskId, after_event_id: 0, limit: 1 }, { signal }));
   for (;;) {
     const task = await deps.bridge("task.get", { task_id: taskId }, { signal });
-    if (openRequest(task)?.["request_id"] !== requestId) return;
+    if (openRequest(task)?.request_id !== requestId) return;
     const page = await deps.bridge(
       "task.events",
       { task_id: taskId, after_event_id: cursor, limit: 1, wait_ms: WATCH_WAIT_MS },
