@@ -2,7 +2,8 @@
  * ServerFS as an OAuth 2.1 resource server (docs/mcp-tools.md#oauth), against a real authorization
  * server on loopback (oidc-provider, test/helpers/oauth-server.ts): the Protected Resource Metadata,
  * the 401 that names it, tokens by client credentials, scopes as rights with the 403 step-up, the
- * identity in the audit log, and every attack of the issue as its own refusal.
+ * identity in the audit log, and every attack of the issue as its own refusal. The server also serves
+ * revision 2026-07-28 (docs/protocol.md), whose per-request path stands behind the same gate.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type OAuthClientProvider, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
@@ -66,7 +67,10 @@ beforeAll(async () => {
   as = await startAuthServer();
   const port = await freePort();
   resource = `http://127.0.0.1:${port}/mcp`;
-  const config = writeConfig(dir.path, { server: { http: { oauth: { issuer: as.issuer, resource } } }, workdirs });
+  const config = writeConfig(dir.path, {
+    server: { protocol_revisions: ["2025-11-25", "2026-07-28"], http: { oauth: { issuer: as.issuer, resource } } },
+    workdirs,
+  });
   server = await spawnHttpServer(config, `127.0.0.1:${port}`);
 });
 
@@ -143,6 +147,54 @@ describe("tokens from the authorization server", () => {
     expect(write.status).toBe(200);
     await write.text();
     expect(await Bun.file(`${dir.path}/ws/new.txt`).text()).toBe("x");
+  });
+});
+
+describe("a 2026-07-28 request, served without a session, behind the same gate", () => {
+  const META = { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} };
+  const modern = (token: string | null, message: Record<string, unknown>, name?: string) =>
+    post(
+      { jsonrpc: "2.0", ...message, params: { ...(message["params"] as object), _meta: META } },
+      {
+        ...(token === null ? {} : bearer(token)),
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": String(message["method"]),
+        ...(name === undefined ? {} : { "mcp-name": name }),
+      },
+    );
+
+  test("no token is 401; a read-only token lists only the read tools, reads with its identity audited, and a write call gets the 403 step-up before anything runs", async () => {
+    const list = { id: 1, method: "tools/list", params: {} };
+    expect((await modern(null, list)).status).toBe(401);
+
+    const token = await as.clientCredentials(resource, "serverfs:read");
+    const listed = await modern(token, list);
+    expect(listed.status).toBe(200);
+    const names = ((await answer(listed))["result"] as { tools: { name: string }[] }).tools.map((t) => t.name);
+    expect(names).toContain("read_text_file");
+    expect(names).not.toContain("create_text_file");
+
+    const before = parseAudit(server.stderr()).filter((r) => r["event"] === "tool_call").length;
+    const read = await modern(token, call(2, "read_text_file", { workdir: "ws", path: "hello.txt" }), "read_text_file");
+    expect(read.status).toBe(200);
+    const result = (await answer(read))["result"] as { resultType: string; structuredContent: { content: string } };
+    expect(result).toMatchObject({ resultType: "complete", structuredContent: { content: "hello\n" } });
+    const records = await server.waitFor("tool_call", before + 1);
+    expect(records.at(-1)).toMatchObject({ tool: "read_text_file", success: true, sub: "svc", client_id: "svc" });
+
+    const write = await modern(token, call(3, "create_text_file", { workdir: "ws", path: "modern.txt", content: "x" }), "create_text_file");
+    expect(write.status).toBe(403);
+    expect(write.headers.get("www-authenticate")).toBe(
+      `Bearer error="insufficient_scope", scope="serverfs:write", resource_metadata="http://127.0.0.1:${server.port}/.well-known/oauth-protected-resource/mcp"`,
+    );
+    await write.text();
+    expect(await Bun.file(`${dir.path}/ws/modern.txt`).exists()).toBe(false);
+
+    const writer = await as.clientCredentials(resource, "serverfs:write");
+    const written = await modern(writer, call(4, "create_text_file", { workdir: "ws", path: "modern.txt", content: "x" }), "create_text_file");
+    expect(written.status).toBe(200);
+    expect(((await answer(written))["result"] as { isError?: boolean }).isError).toBeUndefined();
+    expect(await Bun.file(`${dir.path}/ws/modern.txt`).text()).toBe("x");
   });
 });
 
