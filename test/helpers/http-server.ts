@@ -2,7 +2,7 @@
 import { connect, createServer } from "node:net";
 import { parseAudit } from "./mcp-client.ts";
 import { poll } from "./poll.ts";
-import { spawnCli } from "./process.ts";
+import { collect, spawnCli } from "./process.ts";
 
 export interface HttpServer {
   port: number;
@@ -17,13 +17,9 @@ const running = new Set<ReturnType<typeof spawnCli>>();
 export async function spawnHttpServer(configPath: string, listen = "127.0.0.1:0"): Promise<HttpServer> {
   const proc = spawnCli(["mcp", "--config", configPath, "--http", listen]);
   running.add(proc);
-  let err = "";
-  (async () => {
-    const decoder = new TextDecoder();
-    for await (const chunk of proc.stderr) err += decoder.decode(chunk, { stream: true });
-  })();
+  const err = collect(proc.stderr);
   const waitFor = async (event: string, count = 1) => {
-    const found = () => parseAudit(err).filter((r) => r["event"] === event);
+    const found = () => parseAudit(err.text()).filter((r) => r["event"] === event);
     await poll(() => found().length >= count, 15_000, `${count} ${event} audit event(s)`);
     return found();
   };
@@ -31,7 +27,7 @@ export async function spawnHttpServer(configPath: string, listen = "127.0.0.1:0"
   const port = Number(String(startup!["listen"]).split(":").pop());
   return {
     port,
-    stderr: () => err,
+    stderr: () => err.text(),
     waitFor,
     async stop() {
       proc.kill("SIGTERM");
