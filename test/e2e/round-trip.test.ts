@@ -7,7 +7,7 @@
  * restarted one.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { statSync } from "node:fs";
+import { chmodSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernHttp } from "@modelcontextprotocol/client";
 import { StdioClientTransport as ModernStdio } from "@modelcontextprotocol/client/stdio";
@@ -193,6 +193,38 @@ describe("a host answering through its elicitation handler", () => {
   });
 });
 
+describe("who is asked", () => {
+  test("over stdio only the connection that submitted the task; over HTTP any caller that names it", async () => {
+    const stdio = () =>
+      new ModernStdio({ command: SERVERFS[0]!, args: [...SERVERFS.slice(1), "mcp", "--config", env.configPath], cwd: REPO_ROOT, stderr: "ignore" });
+    const submitter = modernClient(() => ({ action: "decline" }));
+    const other = modernClient(() => ({ action: "decline" }));
+    await submitter.client.connect(stdio());
+    await other.client.connect(stdio());
+    try {
+      const submitted = await submitter.client.callTool({
+        name: "submit_agent_task",
+        arguments: { runtime: "fake", workdir: "repo", profile: "review", prompt: "approval:echo whose" },
+      });
+      const taskId = String((submitted.structuredContent as Json)["task_id"]);
+      await bridgeTask(taskId, waiting);
+      const seen = await other.client.callTool({ name: "get_agent_task", arguments: { task_id: taskId } });
+      expect((seen.structuredContent as Json)["status"]).toBe("waiting_for_approval");
+      expect(other.forms).toHaveLength(0);
+      await submitter.client.callTool({ name: "get_agent_task", arguments: { task_id: taskId } });
+      expect(submitter.forms).toHaveLength(1);
+
+      const { url } = await startHttp(env.configPath);
+      const form = await formOf(url, taskId);
+      expect(form.result["resultType"]).toBe("input_required");
+      await call(env.socketPath, "task.cancel", { task_id: taskId });
+    } finally {
+      await submitter.client.close();
+      await other.client.close();
+    }
+  });
+});
+
 describe("the InputRequiredResult and its retry, raw", () => {
   let url: string;
   let audit: () => Json[];
@@ -334,6 +366,31 @@ describe("an expired requestState", () => {
     } finally {
       await shortBridge.stop();
       short.dir.remove();
+    }
+  });
+});
+
+describe("without a usable key", () => {
+  test("a key file others may read: no form is asked (a warning says why), and a retry is refused", async () => {
+    const key = join(env.stateDir, "mcp-request-state.key");
+    const { url: asking } = await startHttp(env.configPath);
+    const taskId = await submitRaw(asking, "approval:echo keyless");
+    const form = await formOf(asking, taskId);
+    expect(form.result["resultType"]).toBe("input_required");
+    chmodSync(key, 0o644);
+    try {
+      const fresh = await startHttp(env.configPath);
+      const plain = await rawCall(fresh.url, "get_agent_task", { task_id: taskId });
+      expect(resultOf(plain)["resultType"]).toBe("complete");
+      expect(structuredOf(plain)["status"]).toBe("waiting_for_approval");
+      await poll(() => fresh.audit().some((r) => r["event"] === "request_state_key_unavailable" && String(r["reason"]).includes("mode 0644")));
+      const retry = await rawCall(fresh.url, "get_agent_task", { task_id: taskId }, retryOf(form, APPROVE), 2);
+      expect(String((retry["error"] as Json)["message"])).toStartWith("REQUEST_STATE_INVALID: the requestState is refused: this server has no key");
+      expect(await decided(taskId)).toBe(false);
+      expect(statSync(key).mode & 0o777).toBe(0o644);
+    } finally {
+      chmodSync(key, 0o600);
+      await call(env.socketPath, "task.cancel", { task_id: taskId });
     }
   });
 });
