@@ -1,6 +1,7 @@
 /**
- * Asking the human within a call (docs/elicitation.md). `elicitPending` is the one way in, for
- * get_agent_task and read_agent_task_events here and for the MCP Tasks handlers (`tasks/result`):
+ * Asking the human within a call of a 2025-era connection (docs/elicitation.md; a 2026-07-28 call asks
+ * by round trip, `round-trip.ts`). `elicitPending` is the one way in, for get_agent_task and
+ * read_agent_task_events here and for the MCP Tasks handlers (`tasks/result`):
  * while a task this session created has a pending approval or question, and the client can be
  * asked, it sends the request as a form on the call's own stream and forwards an accepted answer
  * through the same Bridge methods as respond_agent_approval / answer_agent_question. It answers the
