@@ -12,10 +12,10 @@ import { ServerFsError } from "../../../../shared/errors.ts";
 import { loadStateKey, StateKeyUnavailable } from "./state-key.ts";
 
 /** How long an issued state stays valid at most, in seconds; a request that expires sooner takes it earlier. */
-export const STATE_TTL_SECONDS = 600;
+const STATE_TTL_SECONDS = 600;
 
 const Claim = v.strictObject({ v: v.literal(1), tool: v.string(), task_id: v.string(), request_id: v.string(), exp: v.number() });
-export type Claim = v.InferOutput<typeof Claim>;
+type Claim = v.InferOutput<typeof Claim>;
 
 /** Why the codec refused a state (its fixed reasons), as the client is told. */
 const REASONS: Record<string, string> = {

@@ -26,7 +26,7 @@ import { StateKeyUnavailable } from "./state-key.ts";
  * Whether this 2026-07-28 call may ask about this task: its client takes forms, and it is the
  * connection that submitted the task, or there is no connection (stateless HTTP: any caller naming it).
  */
-export function mayAskByRoundTrip(call: ToolCall, taskId: string): boolean {
+function mayAskByRoundTrip(call: ToolCall, taskId: string): boolean {
   return call.rounds?.mayAsk === true && (call.session.stateless || call.session.submitted.has(taskId));
 }
 
