@@ -12,14 +12,14 @@ import { RelayedError, ServerFsError } from "../../shared/errors.ts";
 import { VERSION } from "../../shared/version.ts";
 import type { BridgeCaller } from "./agent/agent-tool.ts";
 import { elicitPending } from "./agent/elicitation/elicit-pending.ts";
-import { askerFor, type ClientSession } from "./client-session.ts";
+import { askerFor, type ClientSession, roundTripOf } from "./client-session.ts";
 import type { McpDeps } from "./deps.ts";
 import { serverInstructions } from "./instructions.ts";
 import { RESOURCE_TEMPLATE, readResource } from "./resource.ts";
 import { declaresTasks, ExtTasks, TASKS_EXTENSION } from "./tasks/ext-tasks.ts";
 import { McpTasks, TASKS_CAPABILITY } from "./tasks/mcp-tasks.ts";
 import type { ToolOutcome } from "./tasks/tool-outcome.ts";
-import { bulkLast, describeArgumentIssue, dropNulls, jsonSchemaOf, type ToolCall, type ToolDef, WithContent } from "./tool.ts";
+import { bulkLast, CallRefused, describeArgumentIssue, dropNulls, InputNeeded, jsonSchemaOf, type ToolCall, type ToolDef, WithContent } from "./tool.ts";
 import { WireServer } from "./wire-server.ts";
 
 export interface McpServerOptions {
@@ -35,6 +35,11 @@ export interface McpServerOptions {
    * predecessors, one server per session; `modern` is 2026-07-28, which has no 2025-11-25 tasks.
    */
   era: "legacy" | "modern";
+  /**
+   * One server per request (2026-07-28 over HTTP): no session, so no set of tasks it submitted
+   * (docs/decisions.md#elicitation).
+   */
+  stateless?: boolean;
 }
 
 const ListToolsParams = v.looseObject({ cursor: v.optional(v.string()) });
@@ -70,14 +75,16 @@ function listingOf(tools: ToolDef[]): unknown[] {
 export function createMcpServer(opts: McpServerOptions): WireServer {
   const { deps, tools } = opts;
   const byName = new Map(tools.map((t) => [t.name, t]));
-  // One server serves one MCP session (stdio, or one Streamable HTTP session), so this is that session's.
-  // A 2026-07-28 connection has no initialize, so no client capabilities: `askerFor` asks it nothing.
-  const session: ClientSession = { submitted: new Set() };
+  // One server serves one MCP session (stdio, or one Streamable HTTP session), so this is that session's;
+  // over HTTP a 2026-07-28 server serves one request. A 2026-07-28 connection has no initialize, so no
+  // client capabilities: `askerFor` asks it nothing, its forms go by round trip (`roundTripOf`).
+  const session: ClientSession = { submitted: new Set(), stateless: opts.stateless ?? false };
   const getAgentTask = byName.get("get_agent_task");
   const bridge = opts.bridge;
   // what a task's final answer is: get_agent_task's for it
   const finalResult =
-    getAgentTask && (async (taskId: string) => (await callTool(getAgentTask, { task_id: taskId }, deps, { signal: opts.signal, session, ask: null })).result);
+    getAgentTask &&
+    (async (taskId: string) => (await callTool(getAgentTask, { task_id: taskId }, deps, { signal: opts.signal, session, ask: null, rounds: null })).result);
   // 2025-11-25 tasks on a 2025-era server, the 2026-07-28 extension on a modern one (docs/mcp-tasks.md)
   const extTasks = bridge && finalResult && opts.era === "modern" ? new ExtTasks({ deps: { ...deps, bridge }, finalResult, signal: opts.signal }) : null;
   const tasks =
@@ -89,7 +96,7 @@ export function createMcpServer(opts: McpServerOptions): WireServer {
           // a pending request seen while tasks/result waits is asked as a form on that call's stream (docs/elicitation.md)
           onPendingRequest: async (task, ctx) => {
             const ask = askerFor(server, deps.config.server.elicitation, ctx, opts.signal);
-            const call: ToolCall = { audit: { tool: "tasks/result" }, signal: opts.signal, session, ask };
+            const call: ToolCall = { audit: { tool: "tasks/result" }, signal: opts.signal, session, ask, rounds: null };
             await elicitPending({ ...deps, bridge }, call, task.task_id, task);
           },
           signal: opts.signal,
@@ -117,11 +124,23 @@ export function createMcpServer(opts: McpServerOptions): WireServer {
   server.setRequestHandler("tools/call", { params: CallToolParams }, async (params, ctx) => {
     const tool = byName.get(params.name);
     if (!tool) throw Object.assign(new Error(`Unknown tool: ${params.name}`), { code: ProtocolErrorCode.InvalidParams });
-    const ask = askerFor(server, deps.config.server.elicitation, ctx, opts.signal);
-    const run = () => callTool(tool, params.arguments, deps, { signal: opts.signal, session, ask });
+    const enabled = deps.config.server.elicitation;
+    const legacy = opts.era === "legacy";
+    const run = () =>
+      callTool(tool, params.arguments, deps, {
+        signal: opts.signal,
+        session,
+        ask: legacy ? askerFor(server, enabled, ctx, opts.signal) : null,
+        rounds: legacy ? null : roundTripOf(enabled, ctx),
+      });
     if (tasks && params.task !== undefined) return tasks.call(tool, run);
     if (extTasks && tool.taskSupport !== undefined && declaresTasks(ctx)) return extTasks.call(run);
-    return (await run()).result;
+    try {
+      return (await run()).result;
+    } catch (e) {
+      if (e instanceof InputNeeded) return e.result;
+      throw e;
+    }
   });
   tasks?.serve(server);
   extTasks?.serve(server);
@@ -133,11 +152,20 @@ export function createMcpServer(opts: McpServerOptions): WireServer {
   return server;
 }
 
+/**
+ * Runs one tool and writes its `tool_call` record. A 2026-07-28 call that needs its client's input
+ * first (InputNeeded) or that is refused as a request (CallRefused) leaves by its throw, after the
+ * record: the tools/call handler answers the InputRequiredResult, the SDK the JSON-RPC error.
+ */
 async function callTool(tool: ToolDef, rawArgs: Record<string, unknown> | undefined, deps: McpDeps, context: Omit<ToolCall, "audit">): Promise<ToolOutcome> {
   const started = performance.now();
   const audit: AuditFields = { tool: tool.name, ...tool.auditFields };
   const args = dropNulls(rawArgs);
   if (typeof args["workdir"] === "string") audit["workdir"] = args["workdir"];
+  const record = () => {
+    const duration_ms = Math.round((performance.now() - started) * 10) / 10;
+    deps.audit.info("tool_call", { tool: tool.name, duration_ms, ...audit });
+  };
   let outcome: ToolOutcome["result"];
   let error: ServerFsError | null = null;
   try {
@@ -149,14 +177,20 @@ async function callTool(tool: ToolDef, rawArgs: Record<string, unknown> | undefi
     outcome = { content: [{ type: "text", text: JSON.stringify(structured) }, ...extra], structuredContent: structured };
     audit["success"] = true;
   } catch (e) {
+    if (e instanceof InputNeeded || e instanceof CallRefused) {
+      audit["success"] = e instanceof InputNeeded;
+      if (e instanceof InputNeeded) audit["input_required"] = true;
+      else audit["error_code"] = e.error.code;
+      record();
+      throw e;
+    }
     const err = e instanceof ServerFsError ? e : unexpected(tool, e, deps);
     error = err;
     audit["success"] = false;
     audit["error_code"] = err instanceof RelayedError ? err.relayedCode : err.code;
     outcome = errorResult(err);
   }
-  const duration_ms = Math.round((performance.now() - started) * 10) / 10;
-  deps.audit.info("tool_call", { tool: tool.name, duration_ms, ...audit });
+  record();
   return { result: outcome, error };
 }
 
