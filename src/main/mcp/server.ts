@@ -4,7 +4,7 @@
  * `INVALID_ARGUMENT`, `listChanged` is false, and resource errors carry `CODE: message` verbatim.
  * With the Bridge it also serves MCP Tasks (docs/mcp-tasks.md, `tasks/`).
  */
-import { ProtocolErrorCode } from "@modelcontextprotocol/server";
+import { ProtocolErrorCode, type ServerOptions } from "@modelcontextprotocol/server";
 import * as v from "valibot";
 import type { AuditFields } from "../../shared/audit.ts";
 import { errorTrace } from "../../shared/error-trace.ts";
@@ -38,6 +38,20 @@ export interface McpServerOptions {
 
 const ListToolsParams = v.looseObject({ cursor: v.optional(v.string()) });
 const CallToolParams = v.looseObject({ name: v.string(), arguments: v.optional(v.record(v.string(), v.unknown())), task: v.optional(v.unknown()) });
+
+/**
+ * How long a 2026-07-28 client may reuse a result (docs/protocol.md; a 2025-era result never carries
+ * it). The tool list, the resource template and discover are fixed for the process's config: a
+ * minute. The config is one deployment's, so no cache shared between users may keep them: private.
+ * A file's content, and the resource list, not at all.
+ */
+const CACHE_HINTS: ServerOptions["cacheHints"] = {
+  "server/discover": { ttlMs: 60_000, cacheScope: "private" },
+  "tools/list": { ttlMs: 60_000, cacheScope: "private" },
+  "resources/templates/list": { ttlMs: 60_000, cacheScope: "private" },
+  "resources/list": { ttlMs: 0, cacheScope: "private" },
+  "resources/read": { ttlMs: 0, cacheScope: "private" },
+};
 
 function errorResult(e: ServerFsError) {
   return { isError: true, content: [{ type: "text", text: e.toText() }] };
@@ -99,6 +113,7 @@ export function createMcpServer(opts: McpServerOptions): WireServer {
         ...(tasks ? { tasks: TASKS_CAPABILITY } : {}),
       },
       instructions: serverInstructions(opts.agentTools),
+      cacheHints: CACHE_HINTS,
     },
   );
 
@@ -119,7 +134,9 @@ export function createMcpServer(opts: McpServerOptions): WireServer {
 
   server.setRequestHandler("resources/list", async () => ({ resources: [] }));
   server.setRequestHandler("resources/templates/list", async () => ({ resourceTemplates: [RESOURCE_TEMPLATE] }));
-  server.setRequestHandler("resources/read", async (request, ctx) => server.keepingNotFound(ctx, () => readResource(deps, request.params.uri, opts.signal)));
+  server.setRequestHandler("resources/read", async (request, ctx) =>
+    server.keepingNotFound(ctx, () => readResource(deps, request.params.uri, opts.signal, server.legacyEra)),
+  );
 
   return server;
 }
