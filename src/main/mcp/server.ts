@@ -93,7 +93,9 @@ export function createMcpServer(opts: McpServerOptions): WireServer {
       ? new McpTasks({
           bridge,
           deps,
-          finalResult: async (taskId) => (await callTool(getAgentTask, { task_id: taskId }, deps, { signal: opts.signal, session, ask: null })).result,
+          finalResult: async (taskId) =>
+            (await callTool(getAgentTask, { task_id: taskId }, deps, { signal: opts.signal, session, ask: null }, server.getNegotiatedProtocolVersion()))
+              .result,
           // a pending request seen while tasks/result waits is asked as a form on that call's stream (docs/elicitation.md)
           onPendingRequest: async (task, ctx) => {
             const ask = askerFor(server, deps.config.server.elicitation, ctx, opts.signal);
@@ -126,7 +128,9 @@ export function createMcpServer(opts: McpServerOptions): WireServer {
     const tool = byName.get(params.name);
     if (!tool) throw Object.assign(new Error(`Unknown tool: ${params.name}`), { code: ProtocolErrorCode.InvalidParams });
     const ask = askerFor(server, deps.config.server.elicitation, ctx, opts.signal);
-    const run = () => callTool(tool, params.arguments, deps, { signal: opts.signal, session, ask });
+    // the revision this call came in on, for the audit line (docs/protocol.md#hosts tells them apart by it)
+    const protocolVersion = server.getNegotiatedProtocolVersion();
+    const run = () => callTool(tool, params.arguments, deps, { signal: opts.signal, session, ask }, protocolVersion);
     if (tasks && params.task !== undefined) return tasks.call(tool, run);
     return (await run()).result;
   });
@@ -141,9 +145,15 @@ export function createMcpServer(opts: McpServerOptions): WireServer {
   return server;
 }
 
-async function callTool(tool: ToolDef, rawArgs: Record<string, unknown> | undefined, deps: McpDeps, context: Omit<ToolCall, "audit">): Promise<ToolOutcome> {
+async function callTool(
+  tool: ToolDef,
+  rawArgs: Record<string, unknown> | undefined,
+  deps: McpDeps,
+  context: Omit<ToolCall, "audit">,
+  protocolVersion: string | undefined,
+): Promise<ToolOutcome> {
   const started = performance.now();
-  const audit: AuditFields = { tool: tool.name, ...tool.auditFields };
+  const audit: AuditFields = { tool: tool.name, ...(protocolVersion === undefined ? {} : { protocol_version: protocolVersion }), ...tool.auditFields };
   const args = dropNulls(rawArgs);
   if (typeof args["workdir"] === "string") audit["workdir"] = args["workdir"];
   let outcome: ToolOutcome["result"];
