@@ -6,8 +6,9 @@
  * workdirs, reads a file, submits an `approval:` task on the `fake` runtime, polls get_agent_task until
  * the approval is pending, approves it with respond_agent_approval (`codex exec` has no human to show a
  * form to), and polls until the task's result is there. The revision each call came in on is the
- * `protocol_version` of the server's `tool_call` audit lines. Without the CLI the file is skipped
- * loudly, except under CI=true, where that is a failure.
+ * `protocol_version` of the server's `tool_call` audit lines (over stdio, as Codex's own log quotes the
+ * server's stderr). Without the env entry, stdio stays on the 2025 era. Without the CLI the file is
+ * skipped loudly, except under CI=true, where that is a failure.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
@@ -215,5 +216,30 @@ describe.skipIf(!CODEX_PRESENT)("Codex with mcp_2026_07_28 and CODEX_MCP_PROTOCO
     () => ({ labels, seen }),
     () => toolCalls(log),
     () => env,
+  );
+});
+
+describe.skipIf(!CODEX_PRESENT)("Codex with mcp_2026_07_28 over stdio without CODEX_MCP_PROTOCOL_VERSION", () => {
+  test(
+    "stays on the 2025 era: initialize negotiates 2025-06-18 although the server serves 2026-07-28",
+    async () => {
+      const env = bridgeEnv({ config: BOTH });
+      const mock = startMockOpenAI([
+        { toolSearch: "serverfs workdir", limit: 50 },
+        { call: "list_workdirs", namespace: NAMESPACE, args: {} },
+        { say: FINAL_WORDS },
+      ]);
+      const home = modernCodexHome(mock);
+      try {
+        const connected = await runCli(["connect", "codex", "--write", "--auto-approve", "--config", env.configPath], { env: { CODEX_HOME: home } });
+        expect(connected.code).toBe(0);
+        const run = await codexExec(CODEX_BIN, home, env.workspace, { RUST_LOG: "codex_rmcp_client=info" });
+        expect(run.final).toBe(FINAL_WORDS);
+        expect(toolCalls(run.stderr).map((c) => [c["tool"], c["protocol_version"]])).toEqual([["list_workdirs", "2025-06-18"]]);
+      } finally {
+        await stopHostRun({ mock, env, home });
+      }
+    },
+    RUN_MS + 30_000,
   );
 });
