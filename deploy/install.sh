@@ -42,9 +42,22 @@ if [ $# -gt 0 ] && [ ! -e "$config" ]; then
 fi
 
 echo
+# Not on PATH, a new shell says "serverfs: command not found": give the exact line for the user's shell.
 case ":$PATH:" in
   *":$bin_dir:"*) ;;
-  *) echo "note: $bin_dir is not on your PATH; add it (e.g. in ~/.profile): export PATH=\"$bin_dir:\$PATH\"" ;;
+  *)
+    shell_name="$(basename "${SHELL:-sh}")"
+    case "$shell_name" in
+      bash) rc="$HOME/.bashrc" line="export PATH=\"$bin_dir:\$PATH\"" ;;
+      zsh) rc="${ZDOTDIR:-$HOME}/.zshrc" line="export PATH=\"$bin_dir:\$PATH\"" ;;
+      fish) rc="$config_home/fish/config.fish" line="fish_add_path $bin_dir" ;;
+      *) rc="$HOME/.profile" line="export PATH=\"$bin_dir:\$PATH\"" ;;
+    esac
+    echo "serverfs is not on your PATH: $bin_dir is not in it, so a new shell would say 'serverfs: command not found'."
+    echo "Add it for $shell_name (once), then open a new shell:"
+    echo "  echo '$line' >> $rc"
+    echo "or, in this shell only: $line"
+    ;;
 esac
 [ -e "$config" ] || echo "next: serverfs init DIR…   (writes $config and prints how to connect your MCP client)"
 echo "for agent tasks: set [bridge] enabled = true in $config, then"

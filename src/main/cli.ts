@@ -125,6 +125,7 @@ const RUNNERS: Record<string, Runner> = {
   init: async (args, configPath) => (await import("./operator/init.ts")).runInit(args, configPath),
   connect: async (args, configPath) => (await import("./operator/init.ts")).runConnect(args, configPath),
   backup: async (args, configPath) => (await import("./operator/backup.ts")).runBackup(args, configPath),
+  console: async (args, configPath) => (await import("./console/command.ts")).runConsole(args, configPath),
 };
 
 /** What follows a usage error: the command's synopsis (or the program's), and where the rest is. */

@@ -10,6 +10,8 @@ export interface CommandSpec {
   summary: string;
   /** Synopsis lines, without the leading `serverfs `. */
   usage: readonly string[];
+  /** What the synopsis's words mean, printed under the summary. */
+  notes?: readonly string[];
   flags: Readonly<Record<string, FlagSpec>>;
   /** How many words may follow the command's name (subcommand, task id). */
   maxWords: number;
@@ -25,6 +27,9 @@ export const HELP_FLAGS: Record<string, FlagSpec> = {
   "--help": { help: "print this help and exit" },
   "-h": { help: "the same as --help" },
 };
+
+/** A task id of the real form (`agt_` + 24 lowercase hex, src/shared/ids.ts), for the help. */
+const EXAMPLE_TASK_ID = "agt_3f9c0a7d51e2b8461c0d9a2e";
 
 export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
   mcp: {
@@ -56,22 +61,30 @@ export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
     example: "serverfs doctor --config ./serverfs.toml",
   },
   tasks: {
-    summary: "the Bridge's tasks, read-only: list (newest first), show one, its events, or tail (follow until it ends)",
+    summary: "the Bridge's tasks: list (newest first), show one, its events, tail (follow until it ends); approve, deny, answer or cancel",
     usage: [
-      "tasks list [--status S] [--limit N] [--json]",
+      "tasks list [--status S] [--limit N] [--before ID] [--json]",
       "tasks show ID [--json]",
       "tasks events ID [--after N] [--limit N] [--json]",
       "tasks tail ID [--after N] [--json]",
+      "tasks approve ID [--session] [--json]",
+      "tasks deny ID [--json]",
+      "tasks answer ID QUESTION_ID=OPTION_ID… [--json]",
+      "tasks cancel ID [--json]",
     ],
+    notes: [`ID is a task id as \`tasks list\` shows it: agt_ followed by 24 lowercase hex digits, e.g. ${EXAMPLE_TASK_ID}`],
     flags: {
       ...CONFIG,
       ...JSON_OUT,
       "--status": { value: "S", help: "only tasks in this status (list)" },
       "--limit": { value: "N", help: `at most N rows (list: 1..${LIMITS.max_task_page}; events: 1..${LIMITS.max_event_page})` },
+      "--before": { value: "ID", help: "only tasks older than task ID: the next page, as list prints it (list)" },
       "--after": { value: "N", help: "start after this event id (events, tail)" },
+      "--session": { help: "approve for the rest of the task's session, not just this once (approve)" },
     },
-    maxWords: 2,
-    example: "serverfs tasks tail 01J9Z8X5T2M4N6P8Q0R2S4T6V8",
+    // answer takes one QUESTION_ID=OPTION_ID word per chosen option after the task id
+    maxWords: 34,
+    example: `serverfs tasks tail ${EXAMPLE_TASK_ID}`,
   },
   recovery: {
     summary: "the active-slot guards, and the operator override for one",
@@ -84,6 +97,13 @@ export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
     },
     maxWords: 1,
     example: "serverfs recovery clear --slot 3 --confirm",
+  },
+  console: {
+    summary: "serve the operator's web console on loopback: tasks, approvals, questions, workdirs, health",
+    usage: ["console [--listen HOST:PORT] [--config F]"],
+    flags: { ...CONFIG, "--listen": { value: "HOST:PORT", help: "where to serve it, a loopback address (default 127.0.0.1:8377; port 0: any free port)" } },
+    maxWords: 0,
+    example: "serverfs console --listen 127.0.0.1:0",
   },
   init: {
     summary: "write a starter config for these directories, check it, and print each MCP host's setup",
@@ -157,6 +177,7 @@ export function commandUsage(name: string): string {
     ...spec.usage.map((u, i) => `${i === 0 ? "usage: " : "       "}serverfs ${u}`),
     "",
     spec.summary,
+    ...(spec.notes ?? []),
     "",
     "options:",
     ...labels.map(([l, h]) => `  ${l.padEnd(width)}  ${h}`),

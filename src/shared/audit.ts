@@ -13,10 +13,14 @@ export interface AuditSink {
   write(line: string): void;
 }
 
-const stderrSink: AuditSink = { write: (line) => process.stderr.write(line) };
+export const stderrSink: AuditSink = { write: (line) => process.stderr.write(line) };
+
+/** Sees every line emitted, whatever the threshold (the Bridge's metrics count from them). */
+export type AuditObserver = (level: Level, event: string, fields: AuditFields) => void;
 
 export class AuditLog {
   private readonly threshold: number;
+  private readonly observers: AuditObserver[] = [];
 
   constructor(
     level: LogLevelSetting = "info",
@@ -25,7 +29,12 @@ export class AuditLog {
     this.threshold = RANK[level.toUpperCase() as Level];
   }
 
+  observe(observer: AuditObserver): void {
+    this.observers.push(observer);
+  }
+
   emit(level: Level, event: string, fields: AuditFields = {}): void {
+    for (const observe of this.observers) observe(level, event, fields);
     if (RANK[level] < this.threshold) return;
     const record: AuditFields = { timestamp: new Date().toISOString(), level, event };
     for (const [k, v] of Object.entries(fields)) if (v !== undefined) record[k] = v;

@@ -3,7 +3,8 @@
  * of an approval or question payload, and the short form `approval.requested` / `question.requested`
  * events carry, so that a client following events sees what is asked without another call.
  *
- * Offers `requestSummary(kind, payload)` (the `summary` line, from the redacted payload) and
+ * Offers `str` and `list` (a payload's text and list fields, for request-details.ts too),
+ * `requestSummary(kind, payload)` (the `summary` line, from the redacted payload) and
  * `requestEventFields(kind, payload)` (`summary`, `category`, `title`, `command`, `paths` with their
  * change kinds and a rename's `new_path`; never a diff, a tool input or an answer). A command's summary
  * says where it runs, a rename's names its new path.
@@ -25,12 +26,14 @@ const oneLine = (text: string, max = SUMMARY_BYTES): string => {
   return cut.truncated ? `${cut.text}…` : cut.text;
 };
 
-const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
+/** A payload's text field, when it has one that says something. */
+export const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
+/** A payload's list field, when it is one. */
+export const list = (v: unknown): Json[] => (Array.isArray(v) ? (v as Json[]) : []);
 
 /** A changed file in short: its path and kind, and a rename's new path. */
 function changes(payload: Json): { path: string; kind: string; new_path?: string }[] {
-  const list = Array.isArray(payload["file_changes"]) ? (payload["file_changes"] as Json[]) : [];
-  return list.map((c) => {
+  return list(payload["file_changes"]).map((c) => {
     const newPath = str(c["new_path"]);
     return { path: String(c["path"]), kind: str(c["kind"]) ?? "update", ...(newPath === undefined ? {} : { new_path: newPath }) };
   });
@@ -50,7 +53,7 @@ function place(payload: Json): string {
 
 export function requestSummary(kind: "approval" | "question", payload: Json): string {
   if (kind === "question") {
-    const questions = Array.isArray(payload["questions"]) ? (payload["questions"] as Json[]) : [];
+    const questions = list(payload["questions"]);
     const first = str(questions[0]?.["prompt"]) ?? "a question";
     return oneLine(questions.length > 1 ? `${first} (+${questions.length - 1} more)` : first);
   }
@@ -59,7 +62,7 @@ export function requestSummary(kind: "approval" | "question", payload: Json): st
   if (payload["category"] === "command" && command) return oneLine(`${title}${place(payload)}: ${command}`);
   const files = changes(payload);
   if (files.length > 0) return oneLine(`${title}: ${files.map((f) => `${f.kind} ${f.path}${f.new_path === undefined ? "" : ` → ${f.new_path}`}`).join(", ")}`);
-  const permissions = Array.isArray(payload["requested_permissions"]) ? (payload["requested_permissions"] as Json[]) : [];
+  const permissions = list(payload["requested_permissions"]);
   if (permissions.length > 0) return oneLine(`${title}: ${permissions.map((p) => String(p["kind"])).join(", ")}`);
   // a Codex MCP tool is named with its server, as Claude's mcp__server__tool names carry it
   const tool = [str(payload["server"]), str(payload["tool"])].filter((x) => x !== undefined).join("/");
@@ -69,8 +72,7 @@ export function requestSummary(kind: "approval" | "question", payload: Json): st
 export function requestEventFields(kind: "approval" | "question", payload: Json): Json {
   const summary = str(payload["summary"]) ?? requestSummary(kind, payload);
   if (kind === "question") {
-    const questions = Array.isArray(payload["questions"]) ? payload["questions"].length : 0;
-    return { summary, category: "question", question_count: questions };
+    return { summary, category: "question", question_count: list(payload["questions"]).length };
   }
   const out: Json = { summary, category: payload["category"], title: payload["title"] };
   const command = str(payload["command"]) ?? str(payload["command_display"]);

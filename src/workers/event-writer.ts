@@ -6,8 +6,10 @@
  * time in the order they were sent, so a task's batches and its `running` transition commit in
  * emission order (docs/events.md#appending).
  */
-import { AuditLog, type LogLevelSetting } from "../shared/audit.ts";
+import type { LogLevelSetting } from "../shared/audit.ts";
+import { openAuditLog } from "../shared/audit-file.ts";
 import { exposeApi } from "../shared/comlink-worker.ts";
+import type { AuditFileSettings } from "../shared/config/load.ts";
 import { type ErrorCode, ServerFsError } from "../shared/errors.ts";
 import { releaseMemory } from "../shared/release-memory.ts";
 import { isStorageFault } from "../shared/storage-fault.ts";
@@ -31,8 +33,8 @@ const faultCode = (e: unknown): ErrorCode => {
 };
 
 export const eventWriterApi = {
-  init(stateDir: string, logLevel: LogLevelSetting): void {
-    db = Store.open(stateDir, { log: new AuditLog(logLevel) });
+  init(stateDir: string, logLevel: LogLevelSetting, auditFile: AuditFileSettings | null): void {
+    db = Store.open(stateDir, { log: openAuditLog(logLevel, auditFile) });
   },
   /** One batch, one transaction; the code of the limit it broke, or BRIDGE_STORAGE_ERROR. */
   commit(taskId: string, types: string[], payloadJsons: string[]): ErrorCode | null {

@@ -17,10 +17,10 @@
  *
  * Choices the table leaves open: a numeric field (N, MS, SECONDS) that is not a decimal number makes
  * the prompt fall through to "anything else"; `steer:`, `wait:` and `crash:` ignore what follows the
- * colon; `write:` refuses absolute and `..` paths and, for a `review` task, writes nothing (a review
- * run is read-only); a question the adapter cannot get answered yields the answers `[]`.
+ * colon; `write:` and `gate:` refuse absolute and `..` paths, and `write:`, for a `review` task, writes
+ * nothing (a review run is read-only); a question the adapter cannot get answered yields the answers `[]`.
  */
-import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, normalize } from "node:path";
 import { canonicalJson } from "../shared/canonical-json.ts";
 import { type AdapterLine, AdapterLineSchema, FAKE_WIRE_PROTOCOL, type ProviderLine, parseLine, type RunRequest } from "./providers/fake-wire.ts";
@@ -141,6 +141,13 @@ const FORMS: Form[] = [
     },
   ],
   [
+    /^file-change:([^:]*):([\s\S]*)$/,
+    (m, _req, inbox) => async () => {
+      const d = await approve(1, "", inbox, { path: m[1]!, text: m[2]! });
+      return d === "cancel_task" ? CANCELLED : { kind: "final", text: `file_change=${d}` };
+    },
+  ],
+  [
     /^approval-twice:([\s\S]*)$/,
     (m, _req, inbox) => async () => {
       const first = await approve(1, m[1]!, inbox);
@@ -167,6 +174,7 @@ const FORMS: Form[] = [
     },
   ],
   [/^wait:/, (_m, _req, inbox) => () => inbox.interrupted.then(() => CANCELLED)],
+  [/^gate:([^:]+):([\s\S]*)$/, (m, _req, inbox) => () => awaitGate(m[1]!, m[2]!, inbox)],
   [/^write:([^:]+):([\s\S]*)$/, (m, req) => async () => writeUnderCwd(req, m[1]!, m[2]!)],
   [
     /^spawn:(\d+(?:\.\d+)?)$/,
@@ -238,8 +246,8 @@ function script(req: RunRequest, inbox: Inbox): Script {
   return async () => ({ kind: "final", text: req.prompt });
 }
 
-async function approve(id: number, command: string, inbox: Inbox): Promise<Decision> {
-  await send({ type: "approval_request", id, command });
+async function approve(id: number, command: string, inbox: Inbox, fileChange?: { path: string; text: string }): Promise<Decision> {
+  await send({ type: "approval_request", id, command, ...(fileChange === undefined ? {} : { file_change: fileChange }) });
   const reply = await inbox.answer(id);
   if (reply === INTERRUPTED) return "cancel_task";
   return reply.type === "approval_response" ? reply.decision : "deny";
@@ -259,21 +267,42 @@ async function emitEvents(n: number, inbox: Inbox): Promise<Ending> {
   return { kind: "final", text: `events=${n}` };
 }
 
-function writeUnderCwd(req: RunRequest, rel: string, text: string): Ending {
+/**
+ * `rel` normalized, or null when it is absolute or leaves the working directory. Used relative to the
+ * process's working directory, as a provider's tools use paths, not through the path string.
+ */
+function underCwd(rel: string): string | null {
   const norm = normalize(rel);
-  if (isAbsolute(rel) || norm === ".." || norm.startsWith("../")) {
-    return { kind: "failed", message: "write path must stay under the working directory" };
-  }
+  return isAbsolute(rel) || norm === ".." || norm.startsWith("../") ? null : norm;
+}
+
+function writeUnderCwd(req: RunRequest, rel: string, text: string): Ending {
+  const target = underCwd(rel);
+  if (target === null) return { kind: "failed", message: "write path must stay under the working directory" };
   if (req.profile === "review") return { kind: "failed", message: "a review run is read-only" };
   try {
-    // relative to the process's working directory, as a provider's tools write, not through the path string
-    const target = norm;
     mkdirSync(dirname(target), { recursive: true });
     writeFileSync(target, text);
   } catch {
     return { kind: "failed", message: "write failed" };
   }
   return { kind: "final", text: `wrote=${rel}` };
+}
+
+/** How often `gate:` looks for its file: pacing, not timing; the run goes on when the file is there. */
+const GATE_POLL_MS = 20;
+
+/**
+ * `gate:` — runs until RELPATH exists below the working directory (the test creates it when it is
+ * ready for the run to end), then completes with TEXT; a cancel or the deadline ends it first.
+ */
+async function awaitGate(rel: string, text: string, inbox: Inbox): Promise<Ending> {
+  const gate = underCwd(rel);
+  if (gate === null) return { kind: "failed", message: "gate path must stay under the working directory" };
+  while (!existsSync(gate)) {
+    if ((await Promise.race([Bun.sleep(GATE_POLL_MS), inbox.interrupted])) === INTERRUPTED) return CANCELLED;
+  }
+  return { kind: "final", text };
 }
 
 const REPEAT_CHUNK_BYTES = 1 << 20;

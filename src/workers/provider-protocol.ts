@@ -4,6 +4,7 @@
  * a lease or a timer. Calls are comlink messages, so every value here is structured-cloneable.
  */
 import type { LogLevelSetting } from "../shared/audit.ts";
+import type { AuditFileSettings } from "../shared/config/load.ts";
 import type { Profile } from "../shared/config/schema.ts";
 import type { VerifiedStartDir } from "../shared/fs/start-directory.ts";
 import type { GroupVerdict } from "../shared/process-group.ts";
@@ -60,8 +61,8 @@ export interface RunReport {
 }
 
 export interface ProviderWorkerApi {
-  /** Opens the worker's own store; its dropped service events are logged at `logLevel`. */
-  init(stateDir: string, logLevel: LogLevelSetting): Promise<void>;
+  /** Opens the worker's own store; its dropped service events are logged at `logLevel` (and to the audit file when set). */
+  init(stateDir: string, logLevel: LogLevelSetting, auditFile: AuditFileSettings | null): Promise<void>;
   run(spec: RunSpec, host: ProviderHost): Promise<RunReport>;
   /** The finally path's step 1 for a run (`proveStopped` of src/shared/process-group.ts), in the worker. */
   proveStopped(pgid: number | null, startTime: number | null, mark: string | null, stopRequested: boolean): Promise<GroupVerdict>;

@@ -7,7 +7,7 @@
  * through the proxied `ProviderHost`.
  */
 import * as Comlink from "comlink";
-import { AuditLog } from "../shared/audit.ts";
+import { openAuditLog } from "../shared/audit-file.ts";
 import { byteSize } from "../shared/byte-size.ts";
 import { exposeApi, type StartedWorker, startWorker } from "../shared/comlink-worker.ts";
 import type { ConfigFile } from "../shared/config/schema.ts";
@@ -230,8 +230,8 @@ function finalOutcome(outcome: Outcome, brokenBy: ErrorCode | null, redactor: Re
 }
 
 const api: ProviderWorkerApi & { configure(file: Pick<ConfigFile, "bridge" | "runtimes">, options: RuntimeOptions): void } = {
-  async init(stateDir, logLevel) {
-    db = Store.open(stateDir, { log: new AuditLog(logLevel) });
+  async init(stateDir, logLevel, auditFile) {
+    db = Store.open(stateDir, { log: openAuditLog(logLevel, auditFile) });
     const started = startWorker<EventWriterApi>(workerUrl("event-writer"), () => new ServerFsError("BRIDGE_STORAGE_ERROR", "the event writer stopped"));
     writer = started;
     // A writer lost on its own would leave every later run unable to store an event; this worker ends
@@ -240,7 +240,7 @@ const api: ProviderWorkerApi & { configure(file: Pick<ConfigFile, "bridge" | "ru
     void started.exited.then(() => {
       if (writer === started) process.exit(1);
     });
-    await started.remote.init(stateDir, logLevel);
+    await started.remote.init(stateDir, logLevel, auditFile);
   },
   configure(file, options) {
     adapters = createAdapters(file, options);

@@ -53,7 +53,7 @@ describe("approvals", () => {
     expect(await ended(taskId)).toMatchObject({ status: "succeeded", final_response: "approval=approve_once", pending_request: null });
     const events = await allEvents(sock, taskId);
     expect(events.map((e) => [e.event_type, e.payload])).toEqual([
-      ["task.started", { runtime: "fake" }],
+      ["task.started", { runtime: "fake", model: null, effort: null, max_budget_usd: null }],
       [
         "approval.requested",
         {
@@ -200,7 +200,7 @@ describe("steering", () => {
       expect([i, codeOf(r)]).toEqual([i, undefined]);
       expect(await ended(taskId)).toMatchObject({ final_response: `steered=m${i}` });
     }
-  });
+  }, 60_000);
 
   test("message checks come before the task lookup; a terminal task is AGENT_TASK_TERMINAL", async () => {
     const unknown = "agt_000000000000000000000000";

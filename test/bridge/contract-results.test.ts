@@ -89,7 +89,7 @@ describe("execution step 6 and the result thresholds", () => {
     expect(t["result"]).toEqual({ storage: "spool", size_bytes: 256 * KiB + 1, sha256: sha, retrievable: true });
     const events = await allEvents(sock, t["task_id"] as string);
     expect(events.map((e) => [e.event_type, e.payload])).toEqual([
-      ["task.started", { runtime: "fake" }],
+      ["task.started", { runtime: "fake", model: null, effort: null, max_budget_usd: null }],
       ["task.result_spooled", { size_bytes: 256 * KiB + 1, sha256: sha }],
       ["task.completed", { result_storage: "spool", result_size_bytes: 256 * KiB + 1 }],
     ]);

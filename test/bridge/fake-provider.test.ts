@@ -55,20 +55,35 @@ interface RunOptions {
   approvalFails?: boolean;
   answer?: QuestionResolution | "refuse";
   recordNativeFails?: boolean;
-  /** Held open inside recordNative({pgid}) to show nothing reaches the provider before it resolves. */
-  holdRecordMs?: number;
+  /** recordNative({pgid}) waits for it: the test shows nothing reaches the provider before it resolves. */
+  holdRecord?: Promise<void>;
   adapter?: ReturnType<typeof createFakeAdapter>;
 }
 
 const running: RunHandle[] = [];
 
 /** A provider that exits at once may already be reaped when this runs. */
-function environOf(pid: number): string[] {
+function procFile(pid: number | "self", name: "environ" | "cmdline" | "io"): string {
   try {
-    return readFileSync(`/proc/${pid}/environ`, "latin1").split("\0");
+    return readFileSync(`/proc/${pid}/${name}`, "latin1");
   } catch {
-    return [];
+    return "";
   }
+}
+
+/** What process `pid` has written so far (/proc/<pid>/io `wchar`), 0 once it is gone. */
+function bytesWritten(pid: number): number {
+  return Number(/^wchar: (\d+)$/m.exec(procFile(pid, "io"))?.[1] ?? 0);
+}
+
+/**
+ * The leader's environment once it has exec'd: between fork and exec /proc shows the forked copy of
+ * this process's own (command line included), which carries no mark. The exec is the fact waited for.
+ */
+async function environAfterExec(pid: number): Promise<string[]> {
+  const ours = procFile("self", "cmdline");
+  await holdsWithin(() => procFile(pid, "cmdline") !== ours);
+  return procFile(pid, "environ").split("\0");
 }
 
 function run(prompt: string, o: RunOptions = {}): Recorded {
@@ -124,14 +139,15 @@ function run(prompt: string, o: RunOptions = {}): Recorded {
       rec.order.push("native");
       rec.natives.push(facts);
       if (facts.pgid !== undefined) {
+        // read after the exec, by which time the child has also joined its own group
+        const environ = await environAfterExec(facts.pgid);
         const stat = readProcStat(facts.pgid);
-        const environ = environOf(facts.pgid);
         rec.leaderAtRecord = stat && {
           pgrp: stat.pgrp,
           startTime: stat.startTime,
           environHasMark: environ.includes(`SERVERFS_PROVIDER_MARK=${mark}`),
         };
-        if (o.holdRecordMs) await Bun.sleep(o.holdRecordMs);
+        await o.holdRecord;
         if (o.recordNativeFails) throw new ServerFsError("AGENT_RESULT_STORAGE_ERROR", "could not record");
       }
     },
@@ -189,10 +205,13 @@ describe("execution steps 2–3 spawn and the durable process group", () => {
   });
 
   test("the provider gets its task input only after recordNative resolved", async () => {
-    const r = run("complete:x", { holdRecordMs: 400 });
-    await Bun.sleep(300);
+    const hold = Promise.withResolvers<void>();
+    const r = run("complete:x", { holdRecord: hold.promise });
+    // the provider is up and has written its ready line (its first write) while recordNative holds
+    await poll(() => r.handle.pgid !== null && bytesWritten(r.handle.pgid) > 0, 10_000, "the provider's ready line");
     // still inside recordNative: no session, no event, no outcome yet
     expect(r.order).toEqual(["native"]);
+    hold.resolve();
     expect(finalText(await r.outcome)).toBe("x");
     expect(r.order).toEqual(["native", "native"]);
     await finish(r);
@@ -311,9 +330,11 @@ describe("docs/runtimes.md fake: the scripted runtime", () => {
   });
 
   test("steer: waits for a message and completes with steered=<message>", async () => {
-    const r = run("steer:", { holdRecordMs: 200 });
+    const hold = Promise.withResolvers<void>();
+    const r = run("steer:", { holdRecord: hold.promise });
     // before the task input went out the provider cannot take a message
     await expect(r.handle.sendMessage("too early")).rejects.toMatchObject({ code: "AGENT_TASK_NOT_ACTIVE" });
+    hold.resolve();
     // once the task input is out, the provider takes the message
     await poll(
       () =>
@@ -360,6 +381,28 @@ describe("docs/runtimes.md fake: the scripted runtime", () => {
     const { outcome: review } = await outcomeOf("write:review.txt:x", { profile: "review" });
     expect(review).toMatchObject({ kind: "failed", code: "AGENT_PROVIDER_ERROR" });
     expect(existsSync(join(dir.path, "review.txt"))).toBe(false);
+  });
+
+  test("gate:RELPATH:TEXT runs until the test creates RELPATH under its cwd, then completes with TEXT", async () => {
+    const r = run("gate:gates/open-1:opened");
+    let settled = false;
+    void r.outcome.then(() => (settled = true));
+    // the session line comes right before the script starts: from then on the run is held at the gate
+    await poll(() => r.natives.some((n) => n.sessionId !== undefined), 10_000, "the session line");
+    expect(settled).toBe(false);
+    dir.file("gates/open-1", "");
+    expect(finalText(await r.outcome)).toBe("opened");
+    await finish(r);
+  });
+
+  test("gate: a cancel ends a closed gate as cancelled; a path leaving the cwd fails", async () => {
+    const r = run("gate:gates/never:never");
+    await poll(() => r.natives.some((n) => n.sessionId !== undefined), 10_000, "the session line");
+    r.handle.cancel();
+    expect(await r.outcome).toEqual({ kind: "cancelled" });
+    await finish(r);
+    const { outcome } = await outcomeOf("gate:../escape:x");
+    expect(outcome).toMatchObject({ kind: "failed", code: "AGENT_PROVIDER_ERROR" });
   });
 
   test("spawn:SECONDS leaves a grandchild sleep in the group; cancel, then terminate kills it too", async () => {

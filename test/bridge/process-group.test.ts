@@ -131,8 +131,10 @@ describe("terminate", () => {
 
   test("a marked process that left the group with setsid is signalled too", async () => {
     const { proc, mark } = start("setsid sleep 30 & sleep 30");
-    await poll(() => livePids((pid) => pid !== proc.pid && carriesMark(pid, mark)).length === 2, 5000);
-    const [stray] = livePids((pid) => carriesMark(pid, mark) && readProcStat(pid)!.pgrp !== proc.pgid);
+    // the stray is seen once it has called setsid: until then it is a fork still in the group
+    const strays = () => livePids((pid) => carriesMark(pid, mark) && readProcStat(pid)?.pgrp !== proc.pgid);
+    await poll(() => livePids((pid) => pid !== proc.pid && carriesMark(pid, mark)).length === 2 && strays().length === 1, 30_000);
+    const [stray] = strays();
     expect(stray).toBeDefined();
     expect(await terminateProcessGroup(proc.pgid, proc.startTime, mark, QUICK)).toEqual({ proven: true });
     const after = readProcStat(stray!);

@@ -9,7 +9,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, rpc, startBridgeProcess, submitAccepted, waitForTask } from "../helpers/bridge.ts";
+import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, DEBUG_LOG, rpc, startBridgeProcess, submitAccepted, waitForTask } from "../helpers/bridge.ts";
 import { libfaketime, SteppedClock } from "../helpers/faketime.ts";
 import { poll } from "../helpers/poll.ts";
 import { cleanup, mcpView, startStray, taskRow } from "./support.ts";
@@ -34,7 +34,7 @@ afterAll(async () => {
 });
 
 async function steppedBridge(lifecycle: Record<string, number>) {
-  const env = bridgeEnv({ lifecycle: { maintenance_interval_seconds: 1, ...lifecycle } });
+  const env = bridgeEnv({ lifecycle: { maintenance_interval_seconds: 1, ...lifecycle }, config: DEBUG_LOG });
   envs.push(env);
   const clock = new SteppedClock(env.dir.path, lib!);
   const bridge = await startBridgeProcess(env, clock.env());

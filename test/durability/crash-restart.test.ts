@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readGuard } from "../../src/shared/leases/guard-files.ts";
-import { allEvents, type BridgeEnv, type BridgeProcess, bridgeEnv, call, startBridgeProcess, submitTask, waitForTask } from "../helpers/bridge.ts";
+import { allEvents, type BridgeEnv, type BridgeProcess, bridgeEnv, call, DEBUG_LOG, startBridgeProcess, submitTask, waitForTask } from "../helpers/bridge.ts";
 import { errorCode, type McpSession, startStdio } from "../helpers/mcp-client.ts";
 import { poll } from "../helpers/poll.ts";
 import { cleanup, crash, fakeProvidersIn, groupMembers, mcpView, taskRow, watchProviders } from "./support.ts";
@@ -51,7 +51,7 @@ describe("kill -9 during a workspace-write task, then restart (terminate_orphans
   let mcp: McpSession;
 
   beforeAll(async () => {
-    env = bridgeEnv();
+    env = bridgeEnv({ config: DEBUG_LOG });
     envs.push(env);
     const first = await start(env);
     writeTask = await running(env, { profile: "workspace-write", prompt: "spawn:120" });

@@ -8,7 +8,7 @@
  */
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { rmSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   type BridgeEnv,
@@ -54,7 +54,7 @@ describe.skipIf(!mounted)("a full disk under the state and lock directories", ()
       workdir: "repo",
       path: "",
       profile: "workspace-write",
-      prompt: "sleep:2000:w",
+      prompt: "gate:full-gate:w",
     });
     const enders = [write.task_id];
     for (let i = 0; i < 3; i++) {
@@ -65,7 +65,7 @@ describe.skipIf(!mounted)("a full disk under the state and lock directories", ()
             workdir: "repo",
             path: "",
             profile: "review",
-            prompt: `sleep:2000:r${i}`,
+            prompt: `gate:full-gate:r${i}`,
           })
         ).task_id,
       );
@@ -94,7 +94,8 @@ describe.skipIf(!mounted)("a full disk under the state and lock directories", ()
     // a cancel is a write too: refused (or, with pages left, it goes through)
     const cancel = await rpc(env.socketPath, "task.cancel", { task_id: review.task_id });
     expect(cancel.ok || codeOf(cancel) === "BRIDGE_STORAGE_ERROR").toBe(true);
-    // the sleeping runs end meanwhile, and their ends cannot be written
+    // the gated runs end now, while the disk is full, and their ends cannot be written
+    writeFileSync(join(env.workspace, "full-gate"), "");
     await poll(() => enders.every((id) => bridge.stderr().includes(`"task_state_unrecorded","task_id":"${id}"`)), 20_000);
     for (const id of enders) expect((await call(env.socketPath, "task.get", { task_id: id }))["status"]).toBe("running");
     // fail closed: the write run is over and its lease free, but its guard stays
@@ -168,7 +169,7 @@ describe("a database locked past the busy timeout (an injected fault, no mount n
       workdir: "repo",
       path: "",
       profile: "workspace-write",
-      prompt: "sleep:1000:done",
+      prompt: "gate:lock-gate:done",
     });
     await waitForTask(locked.socketPath, task.task_id, (x) => x["status"] === "running");
     // another process holds the write lock far past the Bridge's 5 s busy timeout
@@ -178,6 +179,8 @@ describe("a database locked past the busy timeout (an injected fault, no mount n
     holder.run("BEGIN IMMEDIATE");
     let submit: Awaited<ReturnType<typeof submitTask>>;
     try {
+      // the run ends now, under the lock
+      writeFileSync(join(locked.workspace, "lock-gate"), "");
       submit = await submitTask(locked.socketPath, { prompt: "complete:x" });
       await poll(() => lockedBridge.stderr().includes(`"task_state_unrecorded","task_id":"${task.task_id}"`), 30_000);
       // the run is over and its lease free, but its guard stays

@@ -3,7 +3,7 @@
  * directory, one write task per slot, with real processes and real lock files.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { readGuard } from "../../src/shared/leases/guard-files.ts";
 import {
@@ -62,7 +62,8 @@ describe("one Bridge per state directory", () => {
 
 describe("one write task per slot", () => {
   test("a second write task on a held slot is WORKDIR_BUSY; a review task takes no lease; after the first ends the second runs", async () => {
-    const first = await submitTask(env.socketPath, { profile: "workspace-write", prompt: "sleep:1500:first" });
+    // the first task holds its lease until the test opens its gate (docs/runtimes.md#fake)
+    const first = await submitTask(env.socketPath, { profile: "workspace-write", prompt: "gate:first-gate:first" });
     expect(first.ok).toBe(true);
     const firstId = String(first.result!["task_id"]);
     await waitForTask(env.socketPath, firstId, (t) => t["status"] === "running");
@@ -73,6 +74,7 @@ describe("one write task per slot", () => {
     expect(review.ok).toBe(true);
     await waitForTask(env.socketPath, String(review.result!["task_id"]), (t) => t["status"] === "succeeded");
 
+    writeFileSync(join(env.workspace, "first-gate"), "");
     await waitForTask(env.socketPath, firstId, (t) => t["status"] === "succeeded");
     // the lease is released at the end of the finally path, a moment after the terminal state
     let second: RpcResponse | undefined;

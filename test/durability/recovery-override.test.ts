@@ -8,7 +8,7 @@ import { newMark, newTaskId } from "../../src/shared/ids.ts";
 import { readGuard } from "../../src/shared/leases/guard-files.ts";
 import { readProcStat, terminateProcessGroup } from "../../src/shared/process-group.ts";
 import { Store } from "../../src/shared/store/index.ts";
-import { allEvents, type BridgeEnv, type BridgeProcess, call, codeOf, rpc, startBridgeProcess, submitTask, waitForTask } from "../helpers/bridge.ts";
+import { allEvents, type BridgeEnv, type BridgeProcess, call, codeOf, DEBUG_LOG, rpc, startBridgeProcess, submitTask, waitForTask } from "../helpers/bridge.ts";
 import { poll } from "../helpers/poll.ts";
 import { runCli } from "../helpers/process.ts";
 import { cleanup, crash, groupMembers, mcpView, taskRow, type WriteEnv, writeEnv } from "./support.ts";
@@ -22,7 +22,7 @@ const crashed = new Map<number, string>();
 const recovery = (...args: string[]) => runCli(["recovery", ...args, "--config", env.configPath]);
 
 beforeAll(async () => {
-  setup = writeEnv(2, { recovery: { terminate_orphans: false } });
+  setup = writeEnv(2, { recovery: { terminate_orphans: false }, config: DEBUG_LOG });
   env = setup.env;
   const first = await startBridgeProcess(env);
   for (const [slot, workdir] of [

@@ -11,9 +11,14 @@ import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, startBridgeProcess
 import { poll } from "../helpers/poll.ts";
 import { cleanup, isAlive, mcpView, startStray, taskRow } from "./support.ts";
 
-const BOUND_MS = 12_000;
 /** The contract's 10 s wait for the leader, less polling slack: a stop this fast skipped the wait. */
 const WAIT_MS = 9_500;
+/**
+ * Faster than the path with a SIGTERM grace on top (the 10 s wait, then SIGTERM, its 5 s grace and
+ * SIGKILL: 15.15 s on the old code): only a SIGKILL right after the wait gets under it, and a loaded
+ * machine has the grace's 5 s of room (10.15 s here).
+ */
+const BOUND_MS = 10_000 + 5_000;
 
 const envs: BridgeEnv[] = [];
 const bridges: BridgeProcess[] = [];
@@ -45,7 +50,7 @@ async function freedAfter(env: BridgeEnv, from: number): Promise<number> {
 }
 
 describe("stopping a provider that ignores its interrupt and SIGTERM", () => {
-  test("cancel: guard and lease are free after the 10 s wait plus SIGKILL, under 12 s", async () => {
+  test("cancel: guard and lease are free after the 10 s wait plus SIGKILL, with no SIGTERM grace on top", async () => {
     const s = await stubbornWriteTask();
     const start = Date.now();
     expect((await call(s.env.socketPath, "task.cancel", { task_id: s.taskId }))["status"]).toBe("cancelled");

@@ -172,9 +172,11 @@ describe("submit_agent_task, get_agent_task, read_agent_task_events", () => {
   test("wait_ms on a terminal task returns at once", async () => {
     const events = await allEvents(mcp, taskId);
     const last = events.at(-1)!["event_id"] as number;
+    const WAIT_MS = 20_000;
     const t0 = performance.now();
-    const page = await ok(mcp, "read_agent_task_events", { task_id: taskId, after_event_id: last, wait_ms: 20_000 });
-    expect(performance.now() - t0).toBeLessThan(3_000);
+    const page = await ok(mcp, "read_agent_task_events", { task_id: taskId, after_event_id: last, wait_ms: WAIT_MS });
+    // a small part of the wait it would have had on a live task
+    expect(performance.now() - t0).toBeLessThan(WAIT_MS / 4);
     expect(page).toMatchObject({ events: [], next_after_event_id: last });
   });
 });
@@ -190,14 +192,15 @@ describe("wait_ms and send_agent_message (steer)", () => {
     const t0 = performance.now();
     const page = await ok(mcp, "read_agent_task_events", { task_id: taskId, after_event_id: cursor, wait_ms: 400 });
     const waited = performance.now() - t0;
+    // an empty page comes only when the wait expired (an event would end it with that event)
     expect(page).toMatchObject({ events: [], next_after_event_id: cursor });
     expect(waited).toBeGreaterThanOrEqual(350);
-    expect(waited).toBeLessThan(10_000);
   });
 
   test("a waiting read returns as soon as an event is appended, long before wait_ms", async () => {
+    const WAIT_MS = 25_000;
     const t0 = performance.now();
-    const waiting = mcp.call("read_agent_task_events", { task_id: taskId, after_event_id: cursor, wait_ms: 25_000 });
+    const waiting = mcp.call("read_agent_task_events", { task_id: taskId, after_event_id: cursor, wait_ms: WAIT_MS });
     // not synchronization: the read answers the same if the message comes first; the pause makes it
     // come while the read is waiting, the case under test
     await Bun.sleep(300);
@@ -206,7 +209,7 @@ describe("wait_ms and send_agent_message (steer)", () => {
     const page = structured<{ events: Json[] }>(await waiting);
     const waited = performance.now() - t0;
     expect(waited).toBeGreaterThanOrEqual(250);
-    expect(waited).toBeLessThan(15_000);
+    expect(waited).toBeLessThan(WAIT_MS / 2);
     expect(page.events.map((e) => e["event_type"])).toContain("user.message");
     const message = (await allEvents(mcp, taskId)).find((e) => e["event_type"] === "user.message");
     // the steering event carries only the message's byte count
@@ -699,19 +702,27 @@ describe("an RPC the Bridge does not answer in time", () => {
     const impatient = await startStdio(writeConfig(env.dir.path, { ...tables, bridge: { ...tables.bridge, rpc_timeout_seconds: 1 } }, "impatient.toml"));
     // a stopped Bridge still accepts connections (the kernel's backlog) but never answers
     bridge.proc.kill("SIGSTOP");
+    // the same call through the default 30 s bound, sent first: still waiting when each impatient call
+    // ends, so each ended on its own bound
+    let patientAnswered = false;
+    const patient = code(mcp, "get_agent_task", { task_id: NO_SUCH_TASK }).then((c) => {
+      patientAnswered = true;
+      return c;
+    });
     try {
       let t0 = performance.now();
       expect(await code(impatient, "get_agent_task", { task_id: NO_SUCH_TASK })).toBe("AGENT_BRIDGE_UNAVAILABLE");
       expect(performance.now() - t0).toBeGreaterThanOrEqual(900);
-      expect(performance.now() - t0).toBeLessThan(10_000);
       t0 = performance.now();
       expect(await code(impatient, "read_agent_task_events", { task_id: NO_SUCH_TASK, wait_ms: 1_000 })).toBe("AGENT_BRIDGE_UNAVAILABLE");
       expect(performance.now() - t0).toBeGreaterThanOrEqual(1_900);
-      expect(performance.now() - t0).toBeLessThan(12_000);
+      expect(patientAnswered).toBe(false);
     } finally {
       bridge.proc.kill("SIGCONT");
       await impatient.close();
     }
+    // once the Bridge runs again it answers the patient call
+    expect(await patient).toBe("AGENT_TASK_NOT_FOUND");
     // and the Bridge serves again
     expect((await ok<{ runtimes: Json[] }>(mcp, "list_agent_runtimes")).runtimes).toHaveLength(1);
   });

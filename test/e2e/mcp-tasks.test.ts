@@ -24,12 +24,12 @@ beforeAll(async () => {
   env = bridgeEnv();
   bridge = await startBridgeProcess(env);
   mcp = await startStdio(env.configPath);
-});
+}, 60_000);
 afterAll(async () => {
   await mcp.close();
   await bridge.stop();
   env.dir.remove();
-});
+}, 60_000);
 
 /** submit_agent_task as a task-augmented tools/call (a `review` task of the fake runtime on "repo"). */
 function submitAsTask(session: McpSession, args: Json): Promise<CreateTaskResult> {
@@ -82,7 +82,7 @@ describe("what a host with the tasks capability sees", () => {
     const tools = (await mcp.client.listTools()).tools;
     const declaring = tools.filter((t) => t.execution !== undefined);
     expect(declaring.map((t) => [t.name, t.execution])).toEqual([["submit_agent_task", { taskSupport: "optional" }]]);
-  });
+  }, 60_000);
 
   test("a plain submit_agent_task call is unchanged: a tool result with the task id, no MCP task", async () => {
     const r = await mcp.call("submit_agent_task", { runtime: "fake", workdir: "repo", profile: "review", prompt: "complete:plain" });
@@ -91,7 +91,7 @@ describe("what a host with the tasks capability sees", () => {
     expect(s["status"]).toBe("queued");
     expect(r).not.toHaveProperty("task");
     await waitForTask(mcp, String(s["task_id"]), isTerminal);
-  });
+  }, 60_000);
 });
 
 describe("a task-augmented submit through approval to its result", () => {
@@ -130,7 +130,7 @@ describe("a task-augmented submit through approval to its result", () => {
     expect(progress.some((p) => p.message?.startsWith("approval.resolved"))).toBe(true);
     const done = await tasksOf(mcp).getTask(taskId);
     expect(done).toMatchObject({ taskId, status: "completed", statusMessage: "succeeded" });
-  });
+  }, 60_000);
 
   test("at a client with form elicitation, tasks/result asks the pending approval as a form and answers with the decision", async () => {
     const host = await startStdio(env.configPath, {}, [], { elicitation: {} });
@@ -157,7 +157,7 @@ describe("a task-augmented submit through approval to its result", () => {
     } finally {
       await host.close();
     }
-  });
+  }, 60_000);
 
   test("without a progressToken tasks/result just answers; a failed task maps to failed with its code", async () => {
     const created = await submitAsTask(mcp, { prompt: "fail:on purpose" });
@@ -166,7 +166,7 @@ describe("a task-augmented submit through approval to its result", () => {
     const task = await tasksOf(mcp).getTask(created.task.taskId);
     expect(task.status).toBe("failed");
     expect(task.statusMessage).toStartWith("failed: AGENT_PROVIDER_ERROR");
-  });
+  }, 60_000);
 });
 
 describe("refusals", () => {
@@ -174,14 +174,14 @@ describe("refusals", () => {
     const e = await submitAsTask(mcp, { workdir: "nope", prompt: "complete:x" }).catch((err: unknown) => err);
     expect(e).toBeInstanceOf(McpError);
     expect((e as McpError).message).toContain("WORKDIR_NOT_FOUND: ");
-  });
+  }, 60_000);
 
   test("a tool without task support called as a task is method-not-found", async () => {
     const call = mcp.client.request({ method: "tools/call", params: { name: "list_workdirs", arguments: {} } }, CreateTaskResultSchema, {
       task: { ttl: 1_000 },
     });
     expect(await rpcCode(call)).toBe(METHOD_NOT_FOUND);
-  });
+  }, 60_000);
 
   test("an unknown task id is invalid params for tasks/get, tasks/result and tasks/cancel", async () => {
     for (const id of [NO_SUCH_TASK, "not-a-task"]) {
@@ -189,7 +189,7 @@ describe("refusals", () => {
       expect(await rpcCode(tasksOf(mcp).getTaskResult(id, CallToolResultSchema))).toBe(INVALID_PARAMS);
       expect(await rpcCode(tasksOf(mcp).cancelTask(id))).toBe(INVALID_PARAMS);
     }
-  });
+  }, 60_000);
 });
 
 describe("a task id that cannot be one", () => {
@@ -244,7 +244,7 @@ describe("tasks/cancel", () => {
     // the one tasks method that changes a task leaves an audit record (the refused repeat never reached the Bridge)
     await poll(() => mcp.audit().some((r) => r["event"] === "tasks_cancel"), 5_000, "the tasks_cancel record");
     expect(mcp.audit().filter((r) => r["event"] === "tasks_cancel")).toMatchObject([{ task_id: taskId, success: true, status: "cancelled" }]);
-  });
+  }, 60_000);
 });
 
 describe("tasks/list", () => {
@@ -274,7 +274,7 @@ describe("tasks/list", () => {
     // newest first: the tasks just submitted lead, the last one first
     expect(all.slice(0, ids.length)).toEqual([...ids].reverse());
     expect(await rpcCode(tasksOf(mcp).listTasks(NO_SUCH_TASK))).toBe(INVALID_PARAMS);
-  });
+  }, 60_000);
 });
 
 describe("durability", () => {
@@ -294,7 +294,7 @@ describe("durability", () => {
     await approvePending(mcp, taskId);
     expect((await result).structuredContent).toMatchObject({ task_id: taskId, status: "succeeded", final_response: "approval=approve_once" });
     expect((await tasksOf(mcp).listTasks()).tasks.map((t) => t.taskId)).toContain(taskId);
-  });
+  }, 60_000);
 });
 
 describe("over Streamable HTTP", () => {
@@ -311,7 +311,7 @@ describe("over Streamable HTTP", () => {
     } finally {
       await http.close();
     }
-  });
+  }, 60_000);
 });
 
 describe("without the Bridge", () => {
@@ -327,5 +327,5 @@ describe("without the Bridge", () => {
     // the SDK's own handlers of these two use one code for any failure
     expect(await failure(tasksOf(mcp).cancelTask(NO_SUCH_TASK))).toEqual({ code: -32600, unavailable: true });
     expect(await failure(tasksOf(mcp).listTasks())).toEqual({ code: INVALID_PARAMS, unavailable: true });
-  });
+  }, 60_000);
 });

@@ -131,11 +131,11 @@ beforeAll(async () => {
     start("bridge-no-agent", { bridge, workdirs: [{ slot: 1, alias: "repo", path: ws, read_only: false }] }),
   ]);
   sessions.push(agent, agentBinary, plain, binaryOnly, bridgeNoAgent);
-});
+}, 60_000);
 afterAll(async () => {
   await Promise.all(sessions.map((s) => s.close()));
   dir.remove();
-});
+}, 60_000);
 
 describe("registration and tool counts", () => {
   test("the Bridge enabled with an Agent workdir registers 20 tools, in the table's order", async () => {
@@ -217,13 +217,15 @@ describe("parameters and input schemas", () => {
     expect(answers["additionalProperties"]).toBe(false);
   });
 
-  test("every integer parameter is type integer with a declared minimum and maximum", async () => {
+  test("every numeric parameter is type integer (the budget in USD alone is a number) with a declared minimum and maximum", async () => {
     let seen = 0;
     for (const tool of await listing(agentBinary)) {
       for (const [name, node] of nodes(tool.inputSchema as Schema, tool.name)) {
         if (node["type"] !== "integer" && node["type"] !== "number") continue;
         seen++;
-        expect({ param: name, type: node["type"] }).toEqual({ param: name, type: "integer" });
+        // docs/mcp-tools.md: max_budget_usd is dollars in steps of 0.000001, every other number a count
+        const type = name === "submit_agent_task.max_budget_usd" ? "number" : "integer";
+        expect({ param: name, type: node["type"] }).toEqual({ param: name, type });
         expect({ param: name, min: typeof node["minimum"], max: typeof node["maximum"] }).toEqual({ param: name, min: "number", max: "number" });
       }
     }

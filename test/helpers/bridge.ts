@@ -45,6 +45,9 @@ export function treeTables(tree: Pick<BridgeEnv, "socketPath" | "stateDir" | "lo
   };
 }
 
+/** The config that shows every maintenance pass: one that did nothing logs `maintenance_pass` at debug. */
+export const DEBUG_LOG: Table = { server: { log_level: "debug" } };
+
 /** Lays out a temp tree and writes its config (one workspace-write workdir "repo" on slot 1). */
 export function bridgeEnv(opts: BridgeEnvOptions = {}): BridgeEnv {
   const dir = tempDir("sfs-b-");
@@ -85,7 +88,8 @@ export interface BridgeProcess {
   /**
    * Waits until a whole maintenance pass began and ended after `since` (default: now). Passes never
    * overlap, so the second `maintenance_pass` line from then on is one that started after it
-   * (docs/deployment.md "Logs").
+   * (docs/deployment.md "Logs"). A pass that did nothing logs at debug, so the Bridge's config must
+   * set `[server] log_level = "debug"` (`DEBUG_LOG`); it throws otherwise rather than wait in vain.
    */
   afterFullPass(since?: number): Promise<LogLine>;
   stop(signal?: NodeJS.Signals): Promise<number>;
@@ -139,7 +143,12 @@ export async function startBridgeProcess(env: BridgeEnv, processEnv?: Record<str
     startupLine: () => JSON.parse(/^.*"event":"bridge_started".*$/m.exec(log)?.[0] ?? "null") as Record<string, unknown> | null,
     lines,
     nextLine,
-    afterFullPass: (since) => nextLine("maintenance_pass", { since, count: 2 }),
+    afterFullPass: (since) => {
+      if (!/^log_level = "debug"$/m.test(readFileSync(env.configPath, "utf8"))) {
+        throw new Error("afterFullPass needs the Bridge at log_level debug (bridgeEnv({ config: DEBUG_LOG })): an idle pass logs at debug");
+      }
+      return nextLine("maintenance_pass", { since, count: 2 });
+    },
     async stop(signal = "SIGTERM") {
       proc.kill(signal);
       return proc.exited;

@@ -52,3 +52,21 @@ export async function waitForAuditEvent(stderr: ReadableStream<Uint8Array>, even
   }
   throw new Error(`no ${event} audit event`);
 }
+
+export interface Collected {
+  /** Everything read so far. */
+  text(): string;
+  /** Resolves with everything read once the stream has ended. */
+  ended: Promise<string>;
+}
+
+/** Reads `stream` to its end in the background, so a test can wait for what it has said so far with `poll`. */
+export function collect(stream: ReadableStream<Uint8Array>): Collected {
+  let text = "";
+  const decoder = new TextDecoder();
+  const ended = (async () => {
+    for await (const chunk of stream) text += decoder.decode(chunk, { stream: true });
+    return text;
+  })();
+  return { text: () => text, ended };
+}

@@ -36,10 +36,11 @@ export function useBridge(opts: UseBridgeOptions = {}): BridgeFixture {
     await prepare?.(env);
     running = await startBridgeProcess(env);
   }, 30_000);
+  // a stop may take the Bridge's whole shutdown bound (15 s)
   afterAll(async () => {
     await running?.stop();
     env.dir.remove();
-  });
+  }, 30_000);
 
   // plain closures, not methods: a test file destructures them
   const bridge = (): BridgeProcess => {

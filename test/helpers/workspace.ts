@@ -1,5 +1,5 @@
 /** Temporary directories and config files for tests: real directories, removed afterwards. */
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { type Table, toToml } from "./toml.ts";
@@ -22,8 +22,14 @@ export interface TempDir {
   remove(): void;
 }
 
-export function tempDir(prefix = "serverfs-test-"): TempDir {
-  const path = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
+/**
+ * Where `tempDir(…, { inMemory: true })` puts a tree: a tmpfs, where creating 150,000 files takes
+ * seconds instead of the minute a loaded virtual disk takes; the usual temp directory where there is none.
+ */
+const MEMORY_TMP = existsSync("/dev/shm") && statSync("/dev/shm").isDirectory() ? "/dev/shm" : tmpdir();
+
+export function tempDir(prefix = "serverfs-test-", opts: { inMemory?: boolean } = {}): TempDir {
+  const path = realpathSync(mkdtempSync(join(opts.inMemory ? MEMORY_TMP : tmpdir(), prefix)));
   return {
     path,
     file(rel, content = "") {

@@ -231,7 +231,7 @@ describe("HTTP off loopback is never open by accident", () => {
 
 describe("HTTP requests are never ambiguous", () => {
   test("a gate header sent twice is 400 before any check: two Hosts (good first), two Authorizations (good, bad), two Origins, two session ids", async () => {
-    dir.file("token-dup", "tok-dup\n");
+    chmodSync(dir.file("token-dup", "tok-dup\n"), 0o600);
     const config = writeConfig(dir.path, { server: { http: { bearer_token_file: `${dir.path}/token-dup` } }, workdirs }, "dup.toml");
     const server = await spawnHttpServer(config);
     try {

@@ -88,10 +88,9 @@ describe("no write is lost between processes", () => {
       answered = true;
     });
     await waitForCompleteTemp("", 4);
-    // The wait does not pin the event loop: another call on the same session is answered meanwhile.
-    const t0 = performance.now();
+    // The wait does not pin the event loop: another call on the same session is answered meanwhile
+    // (while the holder keeps the lock, so the edit cannot have ended: an answer at all is the fact).
     structured(await patient.call("list_workdirs"));
-    expect(performance.now() - t0).toBeLessThan(200);
     // Answered after list_workdirs, which was sent later: the edit is still waiting, nothing published.
     expect(answered).toBe(false);
     expect(readFileSync(join(rw, "waits.txt"), "utf8")).toBe("one\n");

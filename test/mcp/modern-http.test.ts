@@ -95,7 +95,7 @@ describe("one server, both eras over HTTP", () => {
     expect(call.body["result"]).toMatchObject({ resultType: "complete" });
   });
 
-  test("the header checks: a missing Mcp-Name is -32020, an unknown revision -32022, both with 400; tasks/list is -32601 with 404", async () => {
+  test("the header checks: a missing Mcp-Name is -32020, an unknown revision -32022, both with 400; tasks/list (and tasks/get without the Agent tools) is -32601 with 404", async () => {
     const noName = await post(
       url,
       { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "list_workdirs", arguments: {}, _meta: META } },
@@ -113,6 +113,14 @@ describe("one server, both eras over HTTP", () => {
     });
     const gone = await post(url, { jsonrpc: "2.0", id: 5, method: "tasks/list", params: { _meta: META } }, { "mcp-method": "tasks/list" });
     expect({ status: gone.status, code: (gone.body["error"] as Json)["code"] }).toEqual({ status: 404, code: -32601 });
+    // without the Agent tools there is no Tasks extension either (docs/mcp-tasks.md#the-2026-07-28-extension)
+    const taskId = `agt_${"0".repeat(24)}`;
+    const noTasks = await post(
+      url,
+      { jsonrpc: "2.0", id: 6, method: "tasks/get", params: { taskId, _meta: META } },
+      { "mcp-method": "tasks/get", "mcp-name": taskId },
+    );
+    expect({ status: noTasks.status, code: (noTasks.body["error"] as Json)["code"] }).toEqual({ status: 404, code: -32601 });
   });
 });
 

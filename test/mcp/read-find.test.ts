@@ -39,11 +39,11 @@ beforeAll(async () => {
     ],
   });
   mcp = await startStdio(config);
-});
+}, 60_000);
 afterAll(async () => {
   await mcp?.close();
   dir?.remove();
-});
+}, 30_000);
 
 describe("find_files: matching", () => {
   test("the pattern is a whole-name glob on the basename, and matches come in walk order", async () => {
@@ -145,7 +145,7 @@ describe("max_walk_entries", () => {
       await capped.close();
       await full.close();
     }
-  });
+  }, 60_000);
 });
 
 describe("walks: handles and unreadable entries", () => {
@@ -170,28 +170,32 @@ describe("walks: handles and unreadable entries", () => {
       await limited.close();
       t.remove();
     }
-  });
+  }, 60_000);
   // Needs an unprivileged user (root reads everything) who can also read this checkout.
   const NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"];
   const nobodyCanRunServer = Bun.spawnSync([...NOBODY, BUN, "-e", `require("fs").accessSync(${JSON.stringify(CLI)}, 4)`], { stderr: "ignore" }).exitCode === 0;
   if (!nobodyCanRunServer) console.warn("skipping the unprivileged-user walk test: this checkout is not readable by uid 65534");
-  test.skipIf(!nobodyCanRunServer)("unreadable subdirectories are skipped silently (server running as an unprivileged user)", async () => {
-    const t = tempDir();
-    chmodSync(t.path, 0o755);
-    t.file("ws/open/a.txt", "x");
-    t.file("ws/closed/b.txt", "x");
-    t.file("ws/z.txt", "x");
-    chmodSync(`${t.path}/ws/closed`, 0o000);
-    const config = writeConfig(t.path, { workdirs: [{ slot: 1, alias: "u", path: `${t.path}/ws` }] });
-    const nobody = await startStdio(config, {}, NOBODY);
-    try {
-      const r = structured<Found>(await nobody.call("find_files", { workdir: "u", pattern: "*.txt" }));
-      expect(paths(r)).toEqual(["open/a.txt", "z.txt"]);
-      expect(errorCode(await nobody.call("list_directory", { workdir: "u", path: "closed" }))).toBe("ACCESS_DENIED");
-    } finally {
-      await nobody.close();
-      chmodSync(`${t.path}/ws/closed`, 0o755);
-      t.remove();
-    }
-  });
+  test.skipIf(!nobodyCanRunServer)(
+    "unreadable subdirectories are skipped silently (server running as an unprivileged user)",
+    async () => {
+      const t = tempDir();
+      chmodSync(t.path, 0o755);
+      t.file("ws/open/a.txt", "x");
+      t.file("ws/closed/b.txt", "x");
+      t.file("ws/z.txt", "x");
+      chmodSync(`${t.path}/ws/closed`, 0o000);
+      const config = writeConfig(t.path, { workdirs: [{ slot: 1, alias: "u", path: `${t.path}/ws` }] });
+      const nobody = await startStdio(config, {}, NOBODY);
+      try {
+        const r = structured<Found>(await nobody.call("find_files", { workdir: "u", pattern: "*.txt" }));
+        expect(paths(r)).toEqual(["open/a.txt", "z.txt"]);
+        expect(errorCode(await nobody.call("list_directory", { workdir: "u", path: "closed" }))).toBe("ACCESS_DENIED");
+      } finally {
+        await nobody.close();
+        chmodSync(`${t.path}/ws/closed`, 0o755);
+        t.remove();
+      }
+    },
+    60_000,
+  );
 });

@@ -53,6 +53,17 @@ describe("serverfs backup", () => {
     expect(readFileSync(file, "utf8")).toBe("precious");
   });
 
+  test("into a directory that does not exist: PARENT_NOT_FOUND naming it; under a file: NOT_A_DIRECTORY", async () => {
+    const missing = join(env.dir.path, "no-such-dir");
+    const r = await runCli(["backup", join(missing, "b.sqlite3"), "--config", env.configPath]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(`serverfs: PARENT_NOT_FOUND: the directory ${missing} does not exist; create it, or choose another place\n`);
+    const file = env.dir.file("plain-file", "x");
+    const under = await runCli(["backup", join(file, "b.sqlite3"), "--config", env.configPath]);
+    expect(under.code).toBe(1);
+    expect(under.stderr).toStartWith(`serverfs: NOT_A_DIRECTORY: ${file} is not a directory`);
+  });
+
   test("a readable line for a person", async () => {
     const file = join(env.dir.path, "backup-2.sqlite3");
     const r = await runCli(["backup", file, "--config", env.configPath]);

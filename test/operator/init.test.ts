@@ -4,10 +4,11 @@
  * then used as a host would use it. Real CLI, temporary HOME.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { poll } from "../helpers/poll.ts";
 import { runCli } from "../helpers/process.ts";
 import { type TempDir, tempDir } from "../helpers/workspace.ts";
 
@@ -97,7 +98,7 @@ describe("serverfs init", () => {
     expect(r.stdout).toContain("--allowedTools mcp__serverfs");
     expect(r.stdout).toContain(`Codex — add to ${join(h.home.path, ".codex", "config.toml")}`);
     // Claude Desktop's JSON block, parsed and launched as Claude Desktop would
-    const json = r.stdout.slice(r.stdout.indexOf("{", r.stdout.indexOf("Claude Desktop")));
+    const json = r.stdout.slice(r.stdout.indexOf("{", r.stdout.indexOf("Claude Desktop")), r.stdout.indexOf("\n\nAudit: "));
     const server = JSON.parse(json).mcpServers.serverfs as { command: string; args: string[] };
     expect(server.args.at(-1)).toBe(h.config);
     const client = new Client({ name: "init-test", version: "1.0.0" });
@@ -110,6 +111,31 @@ describe("serverfs init", () => {
     } finally {
       await client.close();
     }
+    expect(r.stdout).toEndWith(
+      `\n\nAudit: each host keeps the server's audit lines (its stderr) its own way; for one file that outlives them, set [audit] file in ${h.config} (docs/hosts.md#where-the-audit-lines-go).\n`,
+    );
+  }, 30_000);
+
+  test("the starter config's [audit] file line, uncommented, gives a 0600 audit file with the server's lines", async () => {
+    const h = freshHome();
+    await h.cli("init", h.home.dir("proj"));
+    writeFileSync(
+      h.config,
+      readFileSync(h.config, "utf8").replace('# file = "~/.local/state/serverfs/audit.jsonl"', 'file = "~/.local/state/serverfs/audit.jsonl"'),
+    );
+    const r = await h.cli("doctor");
+    expect(r.code).toBe(0);
+    const client = new Client({ name: "init-test", version: "1.0.0" });
+    const { command, args } = JSON.parse((await h.cli("connect", "claude-desktop")).stdout.split("\nAudit:")[0]!.replace(/^[^{]*/, "")).mcpServers.serverfs;
+    await client.connect(new StdioClientTransport({ command, args, env: { ...process.env, ...h.env } as Record<string, string>, stderr: "ignore" }));
+    try {
+      await client.callTool({ name: "list_workdirs", arguments: {} });
+    } finally {
+      await client.close();
+    }
+    const file = join(h.home.path, ".local", "state", "serverfs", "audit.jsonl");
+    await poll(() => existsSync(file) && readFileSync(file, "utf8").includes('"event":"tool_call"'), 10_000, "the tool_call line in the audit file");
+    expect(statSync(file).mode & 0o777).toBe(0o600);
   }, 30_000);
 });
 
@@ -123,7 +149,10 @@ describe("serverfs connect", () => {
     writeFileSync(codexConfig, before);
     const r = await h.cli("connect", "codex", "--write", "--auto-approve");
     expect(r.stderr).toBe("");
-    expect(r.stdout).toBe(`added [mcp_servers.serverfs] to ${codexConfig}\n`);
+    // no [audit] file yet: connect says where one goes
+    expect(r.stdout).toBe(
+      `added [mcp_servers.serverfs] to ${codexConfig}\nAudit: each host keeps the server's audit lines (its stderr) its own way; for one file that outlives them, set [audit] file in ${h.config} (docs/hosts.md#where-the-audit-lines-go).\n`,
+    );
     const after = readFileSync(codexConfig, "utf8");
     expect(after.startsWith(before)).toBe(true);
     const parsed = Bun.TOML.parse(after) as { mcp_servers: Record<string, { command: string; args: string[]; default_tools_approval_mode?: string }> };
@@ -134,6 +163,25 @@ describe("serverfs connect", () => {
     const again = await h.cli("connect", "codex", "--write");
     expect(again.stdout).toContain("already has [mcp_servers.serverfs]");
     expect(readFileSync(codexConfig, "utf8")).toBe(after);
+  });
+
+  test("codex --write --auto-approve on a table without the approval line says exactly what to add, exit 1, and changes nothing", async () => {
+    const h = freshHome();
+    await h.cli("init", h.home.dir("proj"));
+    const codexConfig = join(h.env.CODEX_HOME, "config.toml");
+    expect((await h.cli("connect", "codex", "--write")).code).toBe(0);
+    const before = readFileSync(codexConfig, "utf8");
+    const r = await h.cli("connect", "codex", "--write", "--auto-approve");
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(
+      `serverfs: PATH_ALREADY_EXISTS: ${codexConfig} already has [mcp_servers.serverfs] without default_tools_approval_mode = "approve"; add that line to the table yourself (or remove the table and run this again)\n`,
+    );
+    expect(readFileSync(codexConfig, "utf8")).toBe(before);
+    // once the line is there, asking again is a no-op that succeeds
+    writeFileSync(codexConfig, before.replace('# default_tools_approval_mode = "approve"', 'default_tools_approval_mode = "approve"'));
+    const done = await h.cli("connect", "codex", "--write", "--auto-approve");
+    expect(done.code).toBe(0);
+    expect(done.stdout).toContain("already has [mcp_servers.serverfs]");
   });
 
   test("codex --write escapes a config path's control characters, quotes and backslashes, so a strict TOML reader takes it back exactly", async () => {

@@ -4,10 +4,12 @@
  */
 import { Database } from "bun:sqlite";
 import { beforeAll, describe, expect, test } from "bun:test";
-import { join } from "node:path";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fakeBridge } from "../bridge/rpc-wire.ts";
 import { bridgeEnv, call, isTerminalTask, rpc, waitForTask } from "../helpers/bridge.ts";
 import { poll } from "../helpers/poll.ts";
-import { runCli, spawnCli } from "../helpers/process.ts";
+import { collect, runCli, spawnCli } from "../helpers/process.ts";
 import { useBridge } from "../helpers/use-bridge.ts";
 import { SERVERFS_SHELL } from "../helpers/workspace.ts";
 
@@ -96,7 +98,51 @@ describe("tasks list (task.list)", () => {
     expect(limited.code).toBe(0);
     const [, first, second, note] = lines(limited.stdout);
     expect([first, second].map((l) => l!.split(/\s+/)[0])).toEqual([pending.task_id, chatty.task_id]);
-    expect(note).toContain("older tasks not shown");
+    expect(note).toBe(`(older tasks: serverfs tasks list --limit 2 --before ${chatty.task_id})`);
+  });
+
+  test("--before ID pages on past any page: following the printed command reaches every task once, then no note", async () => {
+    const seen: string[] = [];
+    let args = ["--limit", "2"];
+    for (let page = 0; page < 5; page++) {
+      const r = await tasks("list", ...args);
+      expect(r.code, r.stderr).toBe(0);
+      const out = lines(r.stdout);
+      const note = out.at(-1)!.match(/^\(older tasks: serverfs tasks list (.+)\)$/);
+      seen.push(...out.slice(1, note === null ? undefined : -1).map((l) => l.split(/\s+/)[0]!));
+      if (note === null) break;
+      args = note[1]!.split(" ");
+    }
+    expect(seen).toEqual([pending, chatty, failed, long, done].map((t) => t.task_id));
+
+    // --json's next_before_task_id is the cursor --before takes; the filter goes with it
+    const json = JSON.parse((await tasks("list", "--limit", "1", "--before", chatty.task_id, "--json")).stdout) as {
+      tasks: Task[];
+      next_before_task_id: string | null;
+    };
+    expect(json.tasks.map((t) => t.task_id)).toEqual([failed.task_id]);
+    expect(json.next_before_task_id).toBe(failed.task_id);
+    const filtered = await tasks("list", "--status", "succeeded", "--limit", "1", "--before", chatty.task_id);
+    expect(lines(filtered.stdout).slice(1)).toEqual([
+      expect.stringMatching(new RegExp(`^${long.task_id}\\s`)),
+      `(older tasks: serverfs tasks list --status succeeded --limit 1 --before ${long.task_id})`,
+    ]);
+    const last = await tasks("list", "--before", done.task_id);
+    expect(last.stdout).toBe(`no tasks older than ${done.task_id}\n`);
+  });
+
+  test("--before a task that does not exist is AGENT_TASK_NOT_FOUND; one that is no task id, or with another command, a usage error", async () => {
+    const unknown = await tasks("list", "--before", "agt_000000000000000000000000");
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toStartWith("serverfs: AGENT_TASK_NOT_FOUND: ");
+    for (const args of [
+      ["list", "--before", "01J9Z8X5T2M4N6P8Q0R2S4T6V8"],
+      ["show", done.task_id, "--before", done.task_id],
+    ]) {
+      const r = await tasks(...args);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toStartWith("serverfs: usage error: ");
+    }
   });
 
   test("--json is one JSON document {tasks, next_before_task_id}, newest first, without final responses", async () => {
@@ -124,6 +170,19 @@ describe("tasks list (task.list)", () => {
       expect(r.stderr).toStartWith("serverfs: usage error: ");
       expect(r.stdout).toBe("");
     }
+  });
+});
+
+describe("tasks --help", () => {
+  test("shows task ids as they are: agt_ and 24 lowercase hex digits, in the note and the example", async () => {
+    const r = await runCli(["tasks", "--help"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("ID is a task id as `tasks list` shows it: agt_ followed by 24 lowercase hex digits");
+    expect(r.stdout).toContain("--before ID");
+    const ids = [...r.stdout.matchAll(/agt_\w+/g)].map((m) => m[0]);
+    expect(ids.length).toBeGreaterThanOrEqual(2);
+    for (const id of ids) expect(id).toMatch(/^agt_[0-9a-f]{24}$/);
+    expect(r.stdout).toMatch(/^example: serverfs tasks tail agt_[0-9a-f]{24}$/m);
   });
 });
 
@@ -168,7 +227,8 @@ describe("tasks show (task.get)", () => {
 
     const p = await tasks("show", pending.task_id);
     const request = pending["pending_request"] as { request_id: string; expires_at: string };
-    expect(field(p.stdout, "pending")).toBe(`approval ${request.request_id} (pending, expires ${request.expires_at}) command: Run a command [make build]`);
+    expect(field(p.stdout, "pending")).toBe(`approval ${request.request_id} (pending, expires ${request.expires_at}): Run a command: make build`);
+    expect(p.stdout).toEndWith("request\n  Command: make build\n");
   });
 
   test("--json is the task object of task.get, its final response cut to the preview", async () => {
@@ -244,20 +304,28 @@ describe("tasks events (task.events)", () => {
 });
 
 describe("tasks tail (task.events with wait_ms)", () => {
+  /**
+   * The task runs until the tail has printed its first event: the gate (docs/runtimes.md#fake) opens
+   * only then, so the tail has to follow the run to its end, not just read it back.
+   */
   async function tailWhileRunning(...flags: string[]) {
-    const id = await submit("sleep:800:done");
+    const gate = `tail-gate-${flags.join("")}`;
+    const id = await submit(`gate:${gate}:done`);
     const proc = spawnCli(["tasks", "tail", id, "--config", env.configPath, ...flags]);
-    // the tail is running before the task ends: it has to follow, not just read back
-    const startedWhile = (await call<Task>(env.socketPath, "task.get", { task_id: id })).status;
-    const timeout = setTimeout(() => proc.kill(), 20_000);
-    const [stdout, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
-    clearTimeout(timeout);
-    return { id, stdout, code, startedWhile };
+    const out = collect(proc.stdout);
+    await poll(
+      () => out.text().includes("task.started"),
+      20_000,
+      () => `the tail's first event (it printed ${JSON.stringify(out.text())})`,
+    );
+    expect((await call<Task>(env.socketPath, "task.get", { task_id: id })).status).toBe("running");
+    writeFileSync(join(env.workspace, gate), "");
+    const [stdout, code] = await Promise.all([out.ended, proc.exited]);
+    return { id, stdout, code };
   }
 
   test("follows a running task live to its end, one line per event in order, then its final status", async () => {
-    const { id, stdout, code, startedWhile } = await tailWhileRunning();
-    expect(startedWhile).not.toBe("succeeded");
+    const { id, stdout, code } = await tailWhileRunning();
     expect(code).toBe(0);
     const [header, ...out] = lines(stdout);
     // the same columns as `tasks events`
@@ -351,7 +419,7 @@ describe("what tasks show and tail tell in each state", () => {
   }, 30_000);
 
   test("tail on a terminal shows a waiting line while nothing arrives, erased by the next line", async () => {
-    const id = await ownSubmit("sleep:1500:done");
+    const id = await ownSubmit("gate:waiting-gate:done");
     // script(1) gives the tail a real terminal
     const proc = Bun.spawn(["script", "-qec", `${SERVERFS_SHELL} tasks tail ${id} --config ${own.configPath}`, "/dev/null"], {
       env: { ...process.env, NO_COLOR: "1" },
@@ -359,11 +427,20 @@ describe("what tasks show and tail tell in each state", () => {
       stdout: "pipe",
       stderr: "pipe",
     });
-    const [out, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+    const out = collect(proc.stdout);
+    // the run is held at its gate until the tail shows that it waits; then its end is the next line
+    await poll(
+      () => out.text().includes("… waiting for events (the task is running)"),
+      20_000,
+      () => `the waiting line (the tail printed ${JSON.stringify(out.text())})`,
+    );
+    writeFileSync(join(own.workspace, "waiting-gate"), "");
+    const [text, code] = await Promise.all([out.ended, proc.exited]);
     expect(code).toBe(0);
-    expect(out).toContain("… waiting for events (the task is");
-    expect(out).toContain("\r\x1b[K");
-    expect(out).toMatch(new RegExp(`task ${id} ended succeeded after \\d+ events`));
+    const waiting = text.lastIndexOf("… waiting for events (the task is running)");
+    expect(text.indexOf("\r\x1b[K", waiting)).toBeGreaterThan(waiting);
+    expect(text.slice(waiting)).toContain("task.completed");
+    expect(text).toMatch(new RegExp(`task ${id} ended succeeded after \\d+ events`));
   }, 30_000);
 
   test("tail says where the story stops when the Bridge goes away, then exits 1", async () => {
@@ -384,8 +461,193 @@ describe("what tasks show and tail tell in each state", () => {
     while (!(await more()));
     expect(await proc.exited).toBe(1);
     const out = lines(stdout);
-    expect(out.at(-1)).toMatch(new RegExp(`^task ${id} was (running|interrupted) when the Bridge went away \\(last event #\\d+\\)$`));
+    expect(out.at(-1), `${stdout}\n${await stderr}`).toMatch(
+      new RegExp(`^task ${id} was (running|interrupted) when the Bridge went away \\(last event #\\d+\\)$`),
+    );
     expect(await stderr).toStartWith("serverfs: AGENT_BRIDGE_UNAVAILABLE: ");
     await ownFixture.restart();
   }, 40_000);
+
+  test("a Bridge that answers BRIDGE_CLOSED (shutting down) has gone away for the tail too", async () => {
+    // A connection opened just before the Bridge closes its listener gets BRIDGE_CLOSED, a race a
+    // loaded machine wins now and then; a fake Bridge on the socket answers so every time: the task and
+    // its first event as the real Bridge gave them, then BRIDGE_CLOSED for the tail's next request.
+    const id = await ownSubmit("wait:");
+    const task = await waitForTask(own.socketPath, id, (t) => t["status"] === "running");
+    const page = await call<{ events: TaskEvent[] }>(own.socketPath, "task.events", { task_id: id });
+    await call(own.socketPath, "task.cancel", { task_id: id });
+    const closing = bridgeEnv();
+    mkdirSync(dirname(closing.socketPath), { recursive: true });
+    let eventsAsked = 0;
+    const fake = await fakeBridge(closing.socketPath, (line) => {
+      const req = JSON.parse(line) as { request_id: string; method: string };
+      const answer = (body: Record<string, unknown>) => ({ bytes: `${JSON.stringify({ request_id: req.request_id, ...body })}\n`, close: true });
+      if (req.method === "task.get") return answer({ ok: true, result: task });
+      if (req.method === "task.events" && eventsAsked++ === 0) return answer({ ok: true, result: page });
+      return answer({ ok: false, error: { code: "BRIDGE_CLOSED", message: "the Bridge is shutting down" } });
+    });
+    try {
+      const r = await runCli(["tasks", "tail", id, "--config", closing.configPath]);
+      expect(r.code, r.stderr).toBe(1);
+      expect(lines(r.stdout).at(-1), r.stderr).toBe(`task ${id} was running when the Bridge went away (last event #${page.events.length})`);
+      expect(r.stderr).toStartWith("serverfs: AGENT_BRIDGE_UNAVAILABLE: ");
+    } finally {
+      await fake.close();
+      closing.dir.remove();
+    }
+  }, 30_000);
+});
+
+describe("tasks show: the pending request in full", () => {
+  const requestFixture = useBridge();
+  const renv = requestFixture.env;
+  const show = (id: string) => runCli(["tasks", "show", id, "--config", renv.configPath]);
+  const waiting = async (prompt: string) => {
+    const id = await requestFixture.submit({ prompt });
+    return (await requestFixture.waitFor(id, (t) => String(t["status"]).startsWith("waiting_for_"))) as Task;
+  };
+  const requestOf = (t: Task) => t["pending_request"] as { request_id: string; expires_at: string };
+  const pendingLine = (stdout: string) =>
+    lines(stdout)
+      .find((l) => l.startsWith("pending "))
+      ?.slice("pending ".length)
+      .trim();
+  /** What `show` prints under `request`, up to the end. */
+  const requestBlock = (stdout: string) => stdout.slice(stdout.indexOf("\nrequest\n") + "\nrequest\n".length);
+
+  /**
+   * What Codex's requests carry and the fake runtime never asks (a command's directory and sandbox, an
+   * MCP tool, permissions, renames): the pending approval's stored payload, rewritten in the Bridge's
+   * database as the Bridge would have stored it.
+   */
+  function storePayload(requestId: string, payload: Record<string, unknown>): void {
+    const db = new Database(join(renv.stateDir, "state.sqlite3"));
+    try {
+      db.run("PRAGMA busy_timeout = 5000");
+      db.query("UPDATE pending_requests SET payload_json = ? WHERE request_id = ?").run(JSON.stringify(payload), requestId);
+    } finally {
+      db.close();
+    }
+  }
+
+  test("a file change: each path with its kind, the diff behind a gutter; nothing in it can forge a line or steer the terminal", async () => {
+    writeFileSync(join(renv.workspace, "notes.txt"), "old line\n");
+    const task = await waiting("file-change:notes.txt:new line\nstatus     succeeded\n\x1b[2Jred\rpending forged\n");
+    const r = await show(task.task_id);
+    expect(r.code, r.stderr).toBe(0);
+    const request = requestOf(task);
+    expect(pendingLine(r.stdout)).toBe(`approval ${request.request_id} (pending, expires ${request.expires_at}): Apply file changes: update notes.txt`);
+    expect(requestBlock(r.stdout)).toBe(
+      [
+        "  Reason: the fake provider wants to write one file",
+        "  Files (1):",
+        "    update notes.txt",
+        "  diff of notes.txt:",
+        "  │ --- a/notes.txt",
+        "  │ +++ b/notes.txt",
+        "  │ @@ -1 +1,3 @@",
+        "  │ -old line",
+        "  │ +new line",
+        "  │ +status     succeeded",
+        "  │ +\\u001b[2Jred\\rpending forged",
+        "",
+      ].join("\n"),
+    );
+    // one status line, the real one; no escape or carriage return reaches the terminal
+    expect(lines(r.stdout).filter((l) => l.startsWith("status"))).toEqual([expect.stringMatching(/^status +waiting_for_approval$/)]);
+    expect(r.stdout).not.toMatch(/[\x1b\r]/);
+  });
+
+  test("a withheld diff is said to be withheld and nothing of it is shown", async () => {
+    const task = await waiting("file-change:.env:TOKEN=hunter2");
+    const r = await show(task.task_id);
+    expect(requestBlock(r.stdout)).toContain("  Files (1):\n    update .env\n  (the diff of .env is withheld)\n");
+    expect(r.stdout).not.toContain("hunter2");
+  });
+
+  test("a question: each question with its id, its options with their ids, and how it is answered", async () => {
+    const task = await waiting("question:Which build?");
+    const r = await show(task.task_id);
+    const request = requestOf(task);
+    expect(pendingLine(r.stdout)).toBe(`question ${request.request_id} (pending, expires ${request.expires_at}): Which build?`);
+    expect(requestBlock(r.stdout)).toBe("  Question q1: Which build?\n    a: a\n    b: b\n    answer with one option or free text\n");
+  });
+
+  test("a command: the command, how and where it runs, outside the sandbox, the reason; an MCP tool; permissions; renames; a long diff", async () => {
+    const task = await waiting("approval:make build");
+    const id = requestOf(task).request_id;
+    const approval = { available_decisions: [], summary: "a summary\nstatus forged" };
+
+    storePayload(id, {
+      ...approval,
+      category: "command",
+      title: "Run a command",
+      command: "make build",
+      command_display: "/bin/bash -lc 'make build'",
+      relative_cwd: "src",
+      outside_sandbox: true,
+      reason: "it needs the network",
+    });
+    const command = await show(task.task_id);
+    expect(pendingLine(command.stdout)).toEndWith(": a summary\\nstatus forged (outside the sandbox)");
+    expect(requestBlock(command.stdout)).toBe(
+      [
+        "  Command: make build",
+        "  Runs as: /bin/bash -lc 'make build'",
+        "  In: src",
+        "  It runs outside the sandbox: once approved, nothing confines it to the workdir.",
+        "  Reason: it needs the network",
+        "",
+      ].join("\n"),
+    );
+
+    storePayload(id, { ...approval, category: "command", title: "Run a command", command: "make", relative_cwd: null });
+    expect(requestBlock((await show(task.task_id)).stdout)).toContain("  In: an unknown directory (the runtime could not say for certain)\n");
+
+    storePayload(id, {
+      ...approval,
+      category: "mcp_tool",
+      title: "Use an MCP tool",
+      server: "notes",
+      tool: "write_note",
+      tool_input: { name: "n.txt", body: "x".repeat(5000) },
+    });
+    const tool = requestBlock((await show(task.task_id)).stdout);
+    expect(tool).toStartWith('  MCP server: notes\n  Tool: write_note\n  Tool input: {"name":"n.txt","body":"xxx');
+    expect(Buffer.byteLength(tool.split("\n")[2]!)).toBeLessThanOrEqual(2 + 2048 + 3);
+    expect(tool.split("\n")[2]).toEndWith("x…");
+
+    storePayload(id, {
+      ...approval,
+      category: "provider_permission",
+      title: "Grant additional permissions",
+      requested_permissions: [
+        { permission_id: "p1", kind: "network", details: {} },
+        { permission_id: "p2", kind: "file_system", details: { write: ["src"] } },
+      ],
+    });
+    expect(requestBlock((await show(task.task_id)).stdout)).toBe('  Permission 1: network {}\n  Permission 2: file_system {"write":["src"]}\n');
+
+    const longDiff = ["--- a/big.txt", "+++ b/big.txt", "@@ -0,0 +1,300 @@", ...Array.from({ length: 300 }, (_, i) => `+line ${i}`)].join("\n");
+    storePayload(id, {
+      ...approval,
+      category: "file_change",
+      title: "Apply file changes",
+      file_changes: [
+        { path: "a.txt", kind: "rename", new_path: "docs/a.txt", diff: null },
+        { path: "big.txt", kind: "add", diff: longDiff, truncated: true },
+        { path: "c.txt", kind: "update", diff: null, truncated: true },
+      ],
+    });
+    const files = lines(requestBlock((await show(task.task_id)).stdout));
+    expect(files.slice(0, 5)).toEqual(["  Files (3):", "    rename a.txt → docs/a.txt", "    add big.txt", "    update c.txt", "  diff of big.txt:"]);
+    const diff = files.filter((l) => l.startsWith("  │ "));
+    expect(diff.length).toBe(201);
+    expect(diff.at(-2)).toBe("  │ +line 196");
+    expect(diff.at(-1)).toBe("  │ … 103 more lines (--json has the whole diff)");
+    expect(files.slice(-2)).toEqual([
+      "  (the Bridge cut this diff to its bound)",
+      "  (the diff of c.txt is left out: the request's diffs reached their bound)",
+    ]);
+  }, 30_000);
 });

@@ -4,23 +4,32 @@
  * stderr. The exit code is 1 when any violation was seen, 2 for a bad flag, else 0.
  */
 
-/** Reads `--name N` flags for the keys of `defaults` (non-negative integers); anything else exits 2. */
-export function sizeFlags<T extends Record<string, number>>(ground: string, defaults: T): T {
+/**
+ * Reads `--name N` flags for the keys of `defaults` (non-negative integers); anything else exits 2.
+ * With `operands` (its usage text), arguments that are not flags are collected in `rest` instead.
+ */
+export function sizeFlags<T extends Record<string, number>>(ground: string, defaults: T, operands?: string): T & { rest: string[] } {
   const out: Record<string, number> = { ...defaults };
+  const rest: string[] = [];
   const args = process.argv.slice(2);
   for (let i = 0; i < args.length; i += 2) {
+    if (operands !== undefined && !args[i]!.startsWith("--")) {
+      rest.push(args[i]!);
+      i--;
+      continue;
+    }
     const name = args[i]!.replace(/^--/, "");
     const value = Number(args[i + 1]);
     if (!args[i]!.startsWith("--") || !(name in defaults) || !Number.isSafeInteger(value) || value < 0) {
       const usage = Object.entries(defaults)
         .map(([k, v]) => `[--${k} N (${v})]`)
         .join(" ");
-      process.stderr.write(`usage: bun run scripts/stress/${ground}.ts ${usage}\n`);
+      process.stderr.write(`usage: bun run scripts/stress/${ground}.ts ${usage}${operands === undefined ? "" : ` ${operands}`}\n`);
       process.exit(2);
     }
     out[name] = value;
   }
-  return out as T;
+  return { ...(out as T), rest };
 }
 
 /** Invariant violations by kind, with the first few details of each for the report. */

@@ -5,7 +5,8 @@
  * start to reconcile.
  */
 import * as Comlink from "comlink";
-import { AuditLog } from "../../shared/audit.ts";
+import type { AuditLog } from "../../shared/audit.ts";
+import { openAuditLog } from "../../shared/audit-file.ts";
 import { type StartedWorker, startWorker } from "../../shared/comlink-worker.ts";
 import { type Config, ConfigError, groupSharing, loadConfig } from "../../shared/config/load.ts";
 import { errorTrace } from "../../shared/error-trace.ts";
@@ -25,6 +26,7 @@ import type { ProviderWorker } from "../../workers/provider-worker.ts";
 import { createAdapters, type RuntimeOptions } from "../../workers/runtimes.ts";
 import { installFatalHandlers } from "../fatal-errors.ts";
 import { acquireInstanceLock, acquireLockDirLock, type InstanceLock } from "./instance-lock.ts";
+import { BridgeMetrics } from "./metrics.ts";
 import { reconcileAtStartup } from "./reconciliation.ts";
 import { startRpcServer } from "./rpc/server.ts";
 import { bridgeHandlers } from "./rpc-handlers.ts";
@@ -49,7 +51,9 @@ const lost = (what: string) => () => new ServerFsError("BRIDGE_PROTOCOL_ERROR", 
 const defaultRuntimeOptions = (): RuntimeOptions => (isCompiled() ? { fakeCommand: selfCommand("__fake-provider") } : {});
 
 export async function startBridge(config: Config, options: RuntimeOptions = defaultRuntimeOptions()): Promise<RunningBridge> {
-  const audit = new AuditLog(config.server.log_level);
+  const audit = openAuditLog(config.server.log_level, config.audit);
+  // before reconciliation, so the recoveries it audits are counted
+  const metrics = new BridgeMetrics(audit);
   const { stateDir, lockDir } = config.bridge;
   const sharingGid = groupSharing(config);
 
@@ -82,7 +86,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
     const startProvider = async () => {
       const w = startWorker<ProviderWorker>(workerUrl("provider-worker"), lost("provider"));
       workers.push(w);
-      await w.remote.init(stateDir, config.server.log_level);
+      await w.remote.init(stateDir, config.server.log_level, config.audit);
       await w.remote.configure({ bridge: config.file.bridge, runtimes: config.file.runtimes }, options);
       return w;
     };
@@ -98,6 +102,7 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
       store,
       workspaces: new Workspaces(config),
       audit,
+      metrics,
       probes,
       provider: provider.remote,
       spool: spool.remote,
@@ -115,7 +120,9 @@ export async function startBridge(config: Config, options: RuntimeOptions = defa
         liveTaskIds: () => service.liveTaskIds(),
         providersGone: (findings: SweepFinding[]) => service.providersGone(findings),
         stateLost: () => service.stateLost(),
-        passed: (report: PassReport) => audit.info("maintenance_pass", { ...report }),
+        // an idle Bridge passes every interval: a pass that changed nothing is detail (debug), one that did something is news
+        passed: (report: PassReport) =>
+          audit.emit(report.gc_deleted + report.gc_skipped + report.findings === 0 ? "DEBUG" : "INFO", "maintenance_pass", { ...report }),
         passFailed: (failure: PassFailure) => audit.warn("maintenance_pass_failed", { ...failure }),
       }),
     );
@@ -229,7 +236,7 @@ export async function runBridge(configPath: string | undefined): Promise<number>
     };
   });
   // SIGHUP (a closed terminal, a service manager) is a clean shutdown too, never a silent death
-  const audit = new AuditLog(config.server.log_level);
+  const audit = openAuditLog(config.server.log_level, config.audit);
   for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
     process.on(sig, () => {
       audit.info("signal_received", { signal: sig });

@@ -16,6 +16,7 @@ import { askerFor, type ClientSession } from "./client-session.ts";
 import type { McpDeps } from "./deps.ts";
 import { serverInstructions } from "./instructions.ts";
 import { RESOURCE_TEMPLATE, readResource } from "./resource.ts";
+import { declaresTasks, ExtTasks, TASKS_EXTENSION } from "./tasks/ext-tasks.ts";
 import { McpTasks, TASKS_CAPABILITY } from "./tasks/mcp-tasks.ts";
 import type { ToolOutcome } from "./tasks/tool-outcome.ts";
 import { bulkLast, describeArgumentIssue, dropNulls, jsonSchemaOf, type ToolCall, type ToolDef, WithContent } from "./tool.ts";
@@ -88,14 +89,19 @@ export function createMcpServer(opts: McpServerOptions): WireServer {
   const session: ClientSession = { submitted: new Set() };
   const getAgentTask = byName.get("get_agent_task");
   const bridge = opts.bridge;
+  // what a task's final answer is: get_agent_task's for it
+  const finalResult =
+    getAgentTask &&
+    (async (taskId: string) =>
+      (await callTool(getAgentTask, { task_id: taskId }, deps, { signal: opts.signal, session, ask: null }, server.getNegotiatedProtocolVersion())).result);
+  // 2025-11-25 tasks on a 2025-era server, the 2026-07-28 extension on a modern one (docs/mcp-tasks.md)
+  const extTasks = bridge && finalResult && opts.era === "modern" ? new ExtTasks({ deps: { ...deps, bridge }, finalResult, signal: opts.signal }) : null;
   const tasks =
-    bridge && getAgentTask && opts.era === "legacy"
+    bridge && finalResult && opts.era === "legacy"
       ? new McpTasks({
           bridge,
           deps,
-          finalResult: async (taskId) =>
-            (await callTool(getAgentTask, { task_id: taskId }, deps, { signal: opts.signal, session, ask: null }, server.getNegotiatedProtocolVersion()))
-              .result,
+          finalResult,
           // a pending request seen while tasks/result waits is asked as a form on that call's stream (docs/elicitation.md)
           onPendingRequest: async (task, ctx) => {
             const ask = askerFor(server, deps.config.server.elicitation, ctx, opts.signal);
@@ -113,6 +119,7 @@ export function createMcpServer(opts: McpServerOptions): WireServer {
         tools: { listChanged: false },
         resources: { listChanged: false },
         ...(tasks ? { tasks: TASKS_CAPABILITY } : {}),
+        ...(extTasks ? { extensions: { [TASKS_EXTENSION]: {} } } : {}),
       },
       instructions: serverInstructions(opts.agentTools),
       cacheHints: CACHE_HINTS,
@@ -132,9 +139,11 @@ export function createMcpServer(opts: McpServerOptions): WireServer {
     const protocolVersion = server.getNegotiatedProtocolVersion();
     const run = () => callTool(tool, params.arguments, deps, { signal: opts.signal, session, ask }, protocolVersion);
     if (tasks && params.task !== undefined) return tasks.call(tool, run);
+    if (extTasks && tool.taskSupport !== undefined && declaresTasks(ctx)) return extTasks.call(run);
     return (await run()).result;
   });
   tasks?.serve(server);
+  extTasks?.serve(server);
 
   server.setRequestHandler("resources/list", async () => ({ resources: [] }));
   server.setRequestHandler("resources/templates/list", async () => ({ resourceTemplates: [RESOURCE_TEMPLATE] }));

@@ -4,6 +4,7 @@
  * lock files or walks a workdir.
  */
 import { AuditLog } from "../../shared/audit.ts";
+import { openAuditLog } from "../../shared/audit-file.ts";
 import { BridgeClient } from "../../shared/bridge-protocol/client.ts";
 import { type Config, ConfigError, loadConfig } from "../../shared/config/load.ts";
 import { VERSION } from "../../shared/version.ts";
@@ -26,15 +27,16 @@ export interface McpRuntime {
 export function prepareMcp(configPath: string | undefined, transport: Transport): McpRuntime {
   let config: Config;
   let workspaces: Workspaces;
+  let audit: AuditLog;
   try {
     config = loadConfig({ role: "mcp", configPath });
     workspaces = new Workspaces(config);
+    audit = openAuditLog(config.server.log_level, config.audit);
   } catch (e) {
     const reason = e instanceof ConfigError ? e.message : "workdir roots could not be resolved";
     new AuditLog("info").error("startup_failed", { reason });
     throw e instanceof ConfigError ? e : new ConfigError(reason);
   }
-  const audit = new AuditLog(config.server.log_level);
   const deps: McpDeps = { config, workspaces, audit, heavy: new HeavyCalls(config.limits), transport };
   const agentTools = agentToolsEnabled(deps);
   // One client per server: a fresh connection per call, nothing opened at startup (docs/mcp-tools.md#startup).

@@ -6,7 +6,8 @@
  * result without content; and a resource that does not exist is JSON-RPC -32002, which the SDK
  * rewrites to -32602 (the 2026-07-28 code) on every revision. On a 2026-07-28 connection, every
  * request's own protocol version is checked: over stdio the SDK checks it only when the connection
- * opens (docs/protocol.md).
+ * opens (docs/protocol.md), and a task handle (the Tasks extension) leaves without the empty
+ * `content` the SDK adds to it.
  */
 import {
   type JSONRPCMessage,
@@ -33,6 +34,16 @@ const Envelope = v.looseObject({ [PROTOCOL_VERSION_META_KEY]: v.optional(v.strin
 /** JSON-RPC "resource not found" of revision 2025-11-25 (docs/mcp-tools.md#resources). */
 export const RESOURCE_NOT_FOUND = -32002;
 
+/**
+ * A 2026-07-28 `CreateTaskResult` as SEP-2663 shapes it: the SDK's tools/call check adds `content: []`
+ * to any tool result without content, a task handle included (docs/decisions.md#mcp-sdk).
+ */
+function withoutAddedContent(result: Result): Result {
+  if (result["resultType"] !== "task") return result;
+  const { content: _added, ...task } = result;
+  return task;
+}
+
 type Handler = (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result>;
 
 export class WireServer extends Server {
@@ -57,7 +68,7 @@ export class WireServer extends Server {
       if (requested !== undefined && !MODERN_REVISIONS.includes(requested)) {
         throw new UnsupportedProtocolVersionError({ supported: [...MODERN_REVISIONS], requested });
       }
-      return wrapped(request, ctx);
+      return method === "tools/call" ? wrapped(request, ctx).then(withoutAddedContent) : wrapped(request, ctx);
     };
   }
 

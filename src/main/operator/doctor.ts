@@ -66,8 +66,13 @@ async function doctor(configPath: string | undefined): Promise<number> {
     if (!(e instanceof ConfigError)) throw e;
     return report([line("fail", "config", `configuration error: ${e.message}`)]);
   }
+  return report(await doctorChecks(config));
+}
+
+/** Every check of a loaded config, in order; also the console's health panel (docs/console.md). */
+export async function doctorChecks(config: Config): Promise<CheckLine[]> {
   const bridge = await askBridge(config);
-  return report([
+  return [
     line("ok", "config", `loaded ${config.source}`),
     ...workdirChecks(config),
     ...directoryChecks(config),
@@ -75,7 +80,7 @@ async function doctor(configPath: string | undefined): Promise<number> {
     bridgeCheck(config, bridge),
     ...guardChecks(await guardFacts(config, bridge), bridge),
     ...(await runtimeChecks(config, bridge)),
-  ]);
+  ];
 }
 
 const VERDICT_STYLE = { ok: "green", warn: "yellow", fail: "red" } as const;
@@ -201,9 +206,10 @@ function bridgeCheck(config: Config, bridge: BridgeState): CheckLine {
       if (st !== null && !st.isSocket()) {
         return line("fail", "bridge", `something other than a socket is at ${socketPath}; the Bridge cannot start until it is removed`);
       }
+      // `init` writes `enabled = false`: then no Bridge is wanted, and `serverfs bridge` would refuse to start
+      if (!config.bridge.enabled) return line("ok", "bridge", "not enabled ([bridge] enabled = false): no Agent tools, no Bridge needed");
       const there = st === null ? "nothing is there" : "a stale socket is there (the Bridge replaces it at start)";
-      const verdict = config.bridge.enabled ? "fail" : "warn";
-      return line(verdict, "bridge", `no Bridge answers on ${socketPath}: ${there}; start it with serverfs bridge`);
+      return line("fail", "bridge", `no Bridge answers on ${socketPath}: ${there}; start it with serverfs bridge`);
     }
   }
 }
@@ -306,14 +312,23 @@ async function probeLocally(bin: string, timeoutMs: number): Promise<LocalProbe>
   return { found: true, bin: resolved, exitCode: result.code, version: result.version };
 }
 
+/**
+ * A `bin` that is not absolute is looked up on the PATH of the process that runs it: doctor's is the
+ * operator's shell, the Bridge's under systemd is the service manager's, which lacks ~/.local/bin,
+ * npm's and nvm's directories (docs/decisions.md). Doctor cannot see the Bridge's PATH, so it says so.
+ */
+const pathHint = (name: string, resolved: string) =>
+  `; [runtimes.${name}] bin is looked up on PATH, and a Bridge run by systemd has not your shell's: set bin = "${resolved}"`;
+
 function localRuntimeLine(name: string, bin: string, timeoutSeconds: number, probe: LocalProbe, offered: boolean | null): CheckLine {
   const check = `runtime ${name}`;
   if (!probe.found) return line("fail", check, `binary ${bin} not found`);
   if (probe.exitCode === null) return line("fail", check, `${probe.bin} --version did not answer within ${timeoutSeconds} s`);
   if (probe.exitCode !== 0) return line("fail", check, `${probe.bin} --version exited with ${probe.exitCode}`);
   const found = `${probe.bin}, version ${probe.version ?? "unknown"}`;
-  if (offered === false) return line("warn", check, `${found}, but the running Bridge does not offer it`);
-  return line("ok", check, found);
+  const hint = isAbsolute(bin) ? "" : pathHint(name, probe.bin);
+  if (offered === false) return line("warn", check, `${found}, but the running Bridge does not offer it${hint}`);
+  return line(hint === "" ? "ok" : "warn", check, `${found}${hint}`);
 }
 
 async function runtimeChecks(config: Config, bridge: BridgeState): Promise<CheckLine[]> {
@@ -324,18 +339,22 @@ async function runtimeChecks(config: Config, bridge: BridgeState): Promise<Check
     names.map(async (name): Promise<CheckLine> => {
       const check = `runtime ${name}`;
       const info = reported?.get(name);
-      if (info !== undefined) {
-        return info.available
-          ? line("ok", check, `available, version ${info.version ?? "unknown"} (as the Bridge reports)`)
-          : line("fail", check, "the Bridge cannot run it: binary not found or --version failed");
-      }
-      if (name === "fake") return line("ok", check, "the scripted test runtime, always available");
+      if (info?.available) return line("ok", check, `available, version ${info.version ?? "unknown"} (as the Bridge reports)`);
+      const unavailable = "the Bridge cannot run it: binary not found or --version failed";
+      if (name === "fake") return info === undefined ? line("ok", check, "the scripted test runtime, always available") : line("fail", check, unavailable);
       const { bin, seconds } =
         name === "codex"
           ? { bin: config.runtimes.codex.bin, seconds: config.runtimes.codex.request_timeout_seconds }
           : { bin: config.runtimes.claude.bin, seconds: config.runtimes.claude.probe_timeout_seconds };
-      const probe = await probeLocally(expandHome(bin), seconds * 1000);
-      return localRuntimeLine(name, bin, seconds, probe, reported === null ? null : false);
+      const path = expandHome(bin);
+      if (info !== undefined) {
+        // the Bridge cannot run it; a bare name this shell finds is the Bridge's PATH lacking it
+        const local = isAbsolute(path) ? null : await probeLocally(path, seconds * 1000);
+        const hint = local?.found ? pathHint(name, local.bin) : "";
+        return line("fail", check, `${unavailable}${hint}`);
+      }
+      const probe = await probeLocally(path, seconds * 1000);
+      return localRuntimeLine(name, path, seconds, probe, reported === null ? null : false);
     }),
   );
 }

@@ -84,6 +84,10 @@ export function hostSetup(host: Host, configPath: string): string {
   }
 }
 
+/** What `init` and `connect` say when no `[audit] file` is set: the host alone then keeps the audit lines. */
+export const auditFileHint = (configPath: string): string =>
+  `Audit: each host keeps the server's audit lines (its stderr) its own way; for one file that outlives them, set [audit] file in ${configPath} (docs/hosts.md#where-the-audit-lines-go).`;
+
 export type ApplyOutcome = { done: string } | { unchanged: string };
 
 /**
@@ -107,7 +111,17 @@ export async function applyHostSetup(host: Host, configPath: string, opts: { aut
       throw new ServerFsError("INVALID_ARGUMENT", `${file} is not valid TOML; fix it first, then run this again`);
     }
     const servers = parsed["mcp_servers"] as Record<string, unknown> | undefined;
-    if (servers?.[SERVER_NAME] !== undefined) return { unchanged: `${file} already has [mcp_servers.${SERVER_NAME}]; edit or remove it yourself to change it` };
+    const existing = servers?.[SERVER_NAME] as Record<string, unknown> | undefined;
+    if (existing !== undefined) {
+      // the person's table is theirs to edit; a switch asked for but not in force must not pass for done
+      if (opts.autoApprove && existing["default_tools_approval_mode"] !== "approve") {
+        throw new ServerFsError(
+          "PATH_ALREADY_EXISTS",
+          `${file} already has [mcp_servers.${SERVER_NAME}] without default_tools_approval_mode = "approve"; add that line to the table yourself (or remove the table and run this again)`,
+        );
+      }
+      return { unchanged: `${file} already has [mcp_servers.${SERVER_NAME}]; edit or remove it yourself to change it` };
+    }
     const joiner = before === "" || before.endsWith("\n\n") ? "" : before.endsWith("\n") ? "\n" : "\n\n";
     writePrivateFile(file, `${before}${joiner}${codexTable(configPath, opts.autoApprove)}`);
     return { done: `added [mcp_servers.${SERVER_NAME}] to ${file}` };

@@ -16,7 +16,7 @@ import { writePrivateFile } from "../../shared/fs/private-file.ts";
 import { ensurePrivateDir, prepareLockDir } from "../../shared/leases/lock-files.ts";
 import { booleanFlag, type ParsedArgs, UsageError } from "../args.ts";
 import { runDoctor } from "./doctor.ts";
-import { applyHostSetup, HOSTS, type Host, hostSetup } from "./host-setup.ts";
+import { applyHostSetup, auditFileHint, HOSTS, type Host, hostSetup } from "./host-setup.ts";
 import { printLine } from "./output.ts";
 import { starterConfig, starterWorkdirs } from "./starter-config.ts";
 
@@ -60,6 +60,8 @@ export async function runInit(args: ParsedArgs, configPath: string | undefined):
     printLine();
     printLine(hostSetup(host, target));
   }
+  printLine();
+  printLine(auditFileHint(target));
   return verdict;
 }
 
@@ -69,12 +71,13 @@ export async function runConnect(args: ParsedArgs, configPath: string | undefine
   if (!(HOSTS as readonly string[]).includes(host)) throw new UsageError(`unknown host ${host}${suggestion(host, HOSTS)}`, "connect");
   // the host starts the server later, from anywhere: it gets the config file's absolute path
   const target = resolve(findConfigFile({ role: "operator", configPath }));
-  loadConfig({ role: "mcp", configPath: target });
+  const config = loadConfig({ role: "mcp", configPath: target });
+  const hint = config.audit === null ? [auditFileHint(target)] : [];
   if (!booleanFlag(args, "--write")) {
-    printLine(hostSetup(host as Host, target));
+    for (const l of [hostSetup(host as Host, target), ...hint]) printLine(l);
     return 0;
   }
   const outcome = await applyHostSetup(host as Host, target, { autoApprove: booleanFlag(args, "--auto-approve") });
-  printLine("done" in outcome ? outcome.done : outcome.unchanged);
+  for (const l of ["done" in outcome ? outcome.done : outcome.unchanged, ...hint]) printLine(l);
   return 0;
 }

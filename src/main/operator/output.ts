@@ -3,7 +3,7 @@
  * tables for a human, coloured only when stdout is a terminal, or JSON for `--json`; and how such a
  * command is run (`runCommand`).
  *
- * Offers `Style`, `paint`, `visibleWidth`, `table`, `writeStdout`, `printLine`, `printJson`,
+ * Offers `Style`, `paint`, `visibleWidth`, `visible`, `table`, `writeStdout`, `printLine`, `printJson`,
  * `printJsonLine`, `runCommand`.
  */
 import { writeSync } from "node:fs";
@@ -22,6 +22,19 @@ export function paint(style: Style, text: string): string {
 }
 
 export const visibleWidth = (text: string): number => text.replace(ESCAPES, "").length;
+
+/**
+ * Control characters (a tab aside), line and paragraph separators and bidirectional overrides: what
+ * could end a line, move the cursor, recolour the terminal or reorder what a person reads.
+ */
+const CONTROLS = /[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * Text an agent or a runtime wrote, made safe to print on one line: each control character is shown
+ * as an escape (`\n`, `\r`, `\u001b`), so that text cannot forge a line of the command's output.
+ */
+export const visible = (text: string): string =>
+  text.replace(CONTROLS, (c) => (c === "\n" ? "\\n" : c === "\r" ? "\\r" : `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`));
 
 /**
  * Rows as lines, each column padded to its widest cell (colour escapes not counted), two spaces

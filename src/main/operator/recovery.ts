@@ -14,7 +14,7 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { AuditLog } from "../../shared/audit.ts";
+import { openAuditLog } from "../../shared/audit-file.ts";
 import { BridgeClient } from "../../shared/bridge-protocol/client.ts";
 import type { ClearResult, GuardListing } from "../../shared/bridge-protocol/results.ts";
 import { type Config, loadConfig } from "../../shared/config/load.ts";
@@ -103,7 +103,7 @@ async function clear(config: Config, slot: number): Promise<ClearResult> {
   try {
     if (existsSync(config.bridge.lockDir)) lockDirLock = acquireLockDirLock(config.bridge.lockDir, config.bridge.stateDir);
     store = openStoreIfAny(config);
-    return clearGuard({ lockDir: config.bridge.lockDir, store, audit: new AuditLog(config.server.log_level) }, slot);
+    return clearGuard({ lockDir: config.bridge.lockDir, store, audit: openAuditLog(config.server.log_level, config.audit) }, slot);
   } finally {
     store?.close();
     lockDirLock?.release();

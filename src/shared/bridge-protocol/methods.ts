@@ -17,6 +17,15 @@ const string = v.string();
 const integer = v.pipe(v.number(), v.safeInteger());
 const stringOrNull = v.optional(v.nullable(v.string()), null);
 
+/**
+ * Who made a decision, for the Bridge's audit line (docs/bridge-rpc.md#actors): the MCP server's tools
+ * (the default, so an MCP server that sends none is still `mcp`) or the operator's `serverfs tasks` and
+ * console. A declaration by a peer the socket's peer check already admitted, not an authentication.
+ */
+export const ACTORS = ["mcp", "operator"] as const;
+export type Actor = (typeof ACTORS)[number];
+const actor = v.optional(v.picklist(ACTORS), "mcp");
+
 export const METHOD_PARAMS = {
   "runtime.list": v.strictObject({}),
   "task.submit": v.strictObject({
@@ -49,14 +58,16 @@ export const METHOD_PARAMS = {
     request_id: string,
     decision: string,
     granted_permission_ids: v.optional(v.array(string)),
+    actor,
   }),
   // element shapes are INVALID_QUESTION_ANSWER territory (docs/bridge-rpc.md#taskapprovalrespond-and-taskquestionanswer step 7), not a protocol error
-  "task.question.answer": v.strictObject({ task_id: string, request_id: string, answers: v.array(v.unknown()) }),
+  "task.question.answer": v.strictObject({ task_id: string, request_id: string, answers: v.array(v.unknown()), actor }),
   "task.message.send": v.strictObject({ task_id: string, message: string }),
-  "task.cancel": v.strictObject({ task_id: string }),
+  "task.cancel": v.strictObject({ task_id: string, actor }),
   "task.list": v.strictObject({ status: stringOrNull, limit: v.optional(integer, LIMITS.default_page), before_task_id: stringOrNull }),
   "recovery.list": v.strictObject({}),
   "recovery.clear": v.strictObject({ slot: integer, confirm: v.boolean() }),
+  "metrics.read": v.strictObject({}),
 } as const;
 
 export type Method = keyof typeof METHOD_PARAMS;

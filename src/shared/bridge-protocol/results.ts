@@ -130,6 +130,20 @@ export const GuardListingSchema = v.looseObject({
   last_verdict: v.nullable(openObject),
 });
 
+const counted = <T extends v.ObjectEntries>(entries: T) => v.array(v.looseObject({ ...entries, count: integer }));
+
+/** docs/bridge-rpc.md#metricsread: the counts behind the console's `/metrics`, a snapshot per call. */
+const MetricsSchema = v.looseObject({
+  tasks: counted({ status: string, runtime: string }),
+  pending_requests: counted({ kind: string }),
+  events_appended: integer,
+  guards: integer,
+  provider_starts: counted({ runtime: string }),
+  provider_failures: counted({ runtime: string, error_code: string }),
+  recoveries: counted({ event: string }),
+  approval_wait_seconds: v.looseObject({ buckets: v.array(v.looseObject({ le: v.number(), count: integer })), count: integer, sum: v.number() }),
+});
+
 const resolved = v.looseObject({ task_id: string, request_id: string, resolved: v.literal(true), correlation_id: nullableString });
 
 export const METHOD_RESULTS = {
@@ -165,6 +179,7 @@ export const METHOD_RESULTS = {
   "task.list": v.looseObject({ tasks: v.array(TaskSchema), next_before_task_id: nullableString }),
   "recovery.list": v.looseObject({ guards: v.array(GuardListingSchema) }),
   "recovery.clear": v.looseObject({ slot: integer, cleared: v.boolean(), task_id: nullableString }),
+  "metrics.read": MetricsSchema,
 } as const satisfies { [M in Method]: v.LooseObjectSchema<v.ObjectEntries, undefined> };
 
 /**

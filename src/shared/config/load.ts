@@ -37,8 +37,17 @@ export interface Workdir {
   overrides: string[];
 }
 
+/** Where the audit lines are also appended (src/shared/audit-file.ts): an absolute path, its bound and how many old files stay. */
+export interface AuditFileSettings {
+  path: string;
+  max_bytes: number;
+  keep: number;
+}
+
 export interface Config {
   source: string;
+  /** null: the audit lines go to stderr only. */
+  audit: AuditFileSettings | null;
   file: ConfigFile;
   workdirs: Workdir[];
   limits: ConfigFile["limits"];
@@ -73,7 +82,9 @@ export function findConfigFile(opts: LoadOptions): string {
   if (existsSync(local)) return local;
   const user = userConfigPath(env);
   if (existsSync(user)) return user;
-  throw new ConfigError("no config file found (use --config, SERVERFS_CONFIG, ./serverfs.toml or ~/.config/serverfs/serverfs.toml)");
+  throw new ConfigError(
+    "no config file found (use --config, SERVERFS_CONFIG, ./serverfs.toml or ~/.config/serverfs/serverfs.toml); `serverfs init [DIR…]` writes a starter one",
+  );
 }
 
 export function loadConfig(opts: LoadOptions): Config {
@@ -158,7 +169,10 @@ export function buildConfig(raw: unknown, source: string, opts: LoadOptions): Co
     if (!isAbsolute(value)) throw new ConfigError(`${key}: must be an absolute path`);
   }
   if (opts.role === "bridge") checkPeerSharing(file);
-  return { source, file, workdirs, limits: file.limits, server: file.server, bridge, runtimes: file.runtimes };
+  const auditPath = file.audit.file === "" ? null : expandHome(file.audit.file);
+  if (auditPath !== null && !isAbsolute(auditPath)) throw new ConfigError("audit.file: must be an absolute path");
+  const audit = auditPath === null ? null : { path: auditPath, max_bytes: file.audit.max_bytes, keep: file.audit.keep };
+  return { source, audit, file, workdirs, limits: file.limits, server: file.server, bridge, runtimes: file.runtimes };
 }
 
 function resolveWorkdir(file: ConfigFile, w: ConfigFile["workdirs"][number], i: number, role: Role): Workdir {

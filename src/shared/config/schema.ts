@@ -161,13 +161,28 @@ const ClaudeSchema = v.strictObject({
   models: v.optional(v.pipe(modelNames(), v.minLength(1, "must name at least one model")), [...CLAUDE_DEFAULT_MODELS]),
 });
 
+/** `serverfs console` (docs/console.md): "" means a fresh token per start / no separate metrics token. */
+const ConsoleSchema = v.strictObject({
+  token_file: v.optional(v.string(), ""),
+  metrics_token_file: v.optional(v.string(), ""),
+});
+
+/** docs/configuration.md `[audit]`: a copy of the audit lines in a file, rotated at `max_bytes`, `keep` old files. */
+const AuditSchema = v.strictObject({
+  file: v.optional(v.string(), ""),
+  max_bytes: v.optional(int(4096), 16777216),
+  keep: v.optional(int(1, 100), 5),
+});
+
 export const ConfigFileSchema = v.strictObject({
   server: v.optional(ServerSchema, {}),
+  audit: v.optional(AuditSchema, {}),
   defaults: v.optional(DefaultsSchema, {}),
   limits: v.optional(LimitsSchema, {}),
   workdirs: v.optional(v.pipe(v.array(WorkdirSchema), v.maxLength(16, "at most 16 workdirs")), []),
   bridge: v.optional(BridgeSchema, {}),
   runtimes: v.optional(v.strictObject({ codex: v.optional(CodexSchema, {}), claude: v.optional(ClaudeSchema, {}) }), {}),
+  console: v.optional(ConsoleSchema, {}),
 });
 
 export type ConfigFile = v.InferOutput<typeof ConfigFileSchema>;

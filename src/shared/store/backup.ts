@@ -7,6 +7,7 @@
  */
 import { Database } from "bun:sqlite";
 import { closeSync, constants, fsyncSync, openSync, rmSync, statSync } from "node:fs";
+import { dirname } from "node:path";
 import { ServerFsError } from "../errors.ts";
 import { O_CLOEXEC } from "../fs/dir-handle.ts";
 import { PRIVATE_FILE } from "../fs/modes.ts";
@@ -23,7 +24,11 @@ export function backupDatabase(db: Database, target: string): BackupReport {
   try {
     fd = openSync(target, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW | O_CLOEXEC, PRIVATE_FILE);
   } catch (e) {
-    if (osCode(e) === "EEXIST") throw new ServerFsError("PATH_ALREADY_EXISTS", "the backup file already exists; choose a new name (a backup never overwrites)");
+    const code = osCode(e);
+    if (code === "EEXIST") throw new ServerFsError("PATH_ALREADY_EXISTS", "the backup file already exists; choose a new name (a backup never overwrites)");
+    // the operator's own command: naming their directory is what tells them what to fix
+    if (code === "ENOENT") throw new ServerFsError("PARENT_NOT_FOUND", `the directory ${dirname(target)} does not exist; create it, or choose another place`);
+    if (code === "ENOTDIR") throw new ServerFsError("NOT_A_DIRECTORY", `${dirname(target)} is not a directory; choose another place for the backup`);
     throw new ServerFsError("MUTATION_IO_ERROR", `the backup file cannot be created (${errnoReason(e)})`);
   }
   closeSync(fd);

@@ -45,6 +45,7 @@
  *
  * Memory: `releaseMemory()`, `PRAGMA shrink_memory` on this connection.
  *
+ * Metrics: `counts()` → tasks by status and runtime, open requests by kind, events ever appended.
  * Backup: `backupTo(file)` → `{bytes, tasks, events}`, an online `VACUUM INTO` a new 0600 file.
  *
  * Retention (docs/task-model.md#retention): `gcCandidates(cutoffIso, limit)` (terminal, completed_at < cutoff, oldest first),
@@ -55,6 +56,7 @@ import type { Database } from "bun:sqlite";
 import { join } from "node:path";
 import type { AuditLog } from "../audit.ts";
 import { type BackupReport, backupDatabase } from "./backup.ts";
+import { type StoreCounts, storeCounts } from "./counts.ts";
 import * as events from "./events.ts";
 import { DB_FILE, type FileIdentity, type OpenOptions, openDatabase, sameFile } from "./open.ts";
 import * as requests from "./requests.ts";
@@ -62,6 +64,7 @@ import type { EventInput, NewTask, RequestRow, TaskRow } from "./rows.ts";
 import { type TaskObject, taskObject } from "./task-object.ts";
 import * as tasks from "./tasks.ts";
 
+export type { StoreCounts } from "./counts.ts";
 export type { AppendOptions, AppendResult, EventEnvelope, EventLimitCode } from "./events.ts";
 export { DB_FILE, MARKER_FILE, type OpenOptions } from "./open.ts";
 export type {
@@ -132,6 +135,10 @@ export class Store {
   }
   backupTo(target: string): BackupReport {
     return backupDatabase(this.db, target);
+  }
+  /** The counts behind the Bridge's metrics (`metrics.read`). */
+  counts(): StoreCounts {
+    return storeCounts(this.db);
   }
 
   // tasks

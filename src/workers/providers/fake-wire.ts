@@ -3,7 +3,7 @@
  * direction (the single source of validation and types for both ends).
  *
  * Provider → adapter (`ProviderLine`): `ready` (handshake, first line, before any task input),
- * `session` (native ids), `agent_message`, `approval_request {id, command}`, `question_request {id,
+ * `session` (native ids), `agent_message`, `approval_request {id, command, file_change?}`, `question_request {id,
  * prompt}`, `message_ack {id}`, then exactly one of `final {text}`, `failed {code, message}`,
  * `cancelled`.
  * Adapter → provider (`AdapterLine`): `run` (the task input, once), `approval_response {id, decision}`,
@@ -46,7 +46,13 @@ export const ProviderLineSchema = v.variant("type", [
   v.strictObject({ type: v.literal("ready"), protocol: v.literal(FAKE_WIRE_PROTOCOL) }),
   v.strictObject({ type: v.literal("session"), session_id: v.string(), turn_id: v.string() }),
   v.strictObject({ type: v.literal("agent_message"), text: v.string() }),
-  v.strictObject({ type: v.literal("approval_request"), id, command: v.string() }),
+  v.strictObject({
+    type: v.literal("approval_request"),
+    id,
+    command: v.string(),
+    // present: the request is to write this text at this path (a file-change approval), not to run `command`
+    file_change: v.optional(v.strictObject({ path: v.string(), text: v.string() })),
+  }),
   v.strictObject({ type: v.literal("question_request"), id, prompt: v.string() }),
   v.strictObject({ type: v.literal("message_ack"), id }),
   v.strictObject({ type: v.literal("final"), text: v.string() }),

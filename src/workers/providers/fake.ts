@@ -30,8 +30,16 @@ export interface FakeAdapterOptions {
   lineCap?: number;
 }
 
-function approvalPayload(command: string): ApprovalPayload {
-  return { category: "command", title: "Run a command", command_display: command, available_decisions: [...DECISIONS] };
+function approvalPayload(command: string, fileChange: { path: string; text: string } | undefined): ApprovalPayload {
+  if (fileChange === undefined) return { category: "command", title: "Run a command", command_display: command, available_decisions: [...DECISIONS] };
+  // a file change offers no session-wide approval, as Codex's own file-change requests do not
+  return {
+    category: "file_change",
+    title: "Apply file changes",
+    reason: "the fake provider wants to write one file",
+    file_changes: [{ path: fileChange.path, change: { write: fileChange.text } }],
+    available_decisions: ["approve_once", "deny", "cancel_task"],
+  };
 }
 
 function questionPayload(prompt: string): QuestionPayload {
@@ -126,7 +134,7 @@ class FakeRun {
       case "approval_request": {
         // answered without blocking the stream; a request that cannot reach a human is a denial
         const { id } = line;
-        void this.ctx.requestApproval(approvalPayload(line.command)).then(
+        void this.ctx.requestApproval(approvalPayload(line.command, line.file_change)).then(
           (r) => this.send({ type: "approval_response", id, decision: r.decision }),
           () => this.send({ type: "approval_response", id, decision: "deny" }),
         );

@@ -15,6 +15,7 @@ import type { Store, TaskRow } from "../../../shared/store/index.ts";
 import type { Workspaces } from "../../../shared/workspace.ts";
 import type { ProviderWorker } from "../../../workers/provider-worker.ts";
 import type { SpoolApi } from "../../../workers/spool-worker.ts";
+import type { BridgeMetrics } from "../metrics.ts";
 import type { RecoveryScope } from "../reconciliation.ts";
 import { LiveRuns } from "./live-runs.ts";
 import type { RuntimeProbes } from "./runtime-probes.ts";
@@ -27,6 +28,8 @@ export interface ServiceDeps {
   store: Store;
   workspaces: Workspaces;
   audit: AuditLog;
+  /** The counters since start, fed by `audit` (metrics.ts). */
+  metrics: BridgeMetrics;
   probes: RuntimeProbes;
   provider: Remote<ProviderWorker>;
   spool: Remote<SpoolApi>;

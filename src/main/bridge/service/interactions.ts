@@ -4,7 +4,7 @@
  * against the request in the documented order; the provider may withdraw it. Offers
  * `openInteraction`, `withdrawInteraction`, `respondApproval`, `answerQuestion`.
  */
-import type { Params } from "../../../shared/bridge-protocol/methods.ts";
+import type { Actor, Params } from "../../../shared/bridge-protocol/methods.ts";
 import type { ResultInput } from "../../../shared/bridge-protocol/results.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
 import {
@@ -89,7 +89,7 @@ function checkReply<K extends keyof PayloadOf>(ctx: ServiceContext, taskId: stri
   return { task, request, payload: JSON.parse(request.payload_json) as PayloadOf[K] };
 }
 
-function resolve(ctx: ServiceContext, taskId: string, requestId: string, resolution: Resolution) {
+function resolve(ctx: ServiceContext, taskId: string, requestId: string, resolution: Resolution, actor: Actor) {
   const change = ctx.store.resolveRequest(taskId, requestId, resolution);
   if (!change) {
     const now = ctx.store.getRequest(requestId);
@@ -99,7 +99,9 @@ function resolve(ctx: ServiceContext, taskId: string, requestId: string, resolut
   ctx.expiries.cancel(requestId);
   // the decision is one of a fixed set; answers to questions are content and stay out of the log
   const decision = "decision" in resolution ? resolution.decision : undefined;
-  ctx.deps.audit.info("request_answered", { task_id: taskId, request_id: requestId, kind: change.request.kind, decision });
+  // how long the request waited for its answer (the console's approval wait histogram)
+  const waitMs = Math.max(0, Date.now() - Date.parse(change.request.created_at));
+  ctx.deps.audit.info("request_answered", { task_id: taskId, request_id: requestId, kind: change.request.kind, decision, actor, wait_ms: waitMs });
   ctx.runs.takeInteraction(taskId, requestId)?.resolve(resolution);
   ctx.waiters.notify(taskId);
   return change.task;
@@ -108,14 +110,14 @@ function resolve(ctx: ServiceContext, taskId: string, requestId: string, resolut
 export function respondApproval(ctx: ServiceContext, p: Params<"task.approval.respond">): ResultInput<"task.approval.respond"> {
   const { payload } = checkReply(ctx, p.task_id, p.request_id, "approval");
   const resolution = checkApproval(payload, p.decision, p.granted_permission_ids);
-  const task = resolve(ctx, p.task_id, p.request_id, resolution);
-  if (resolution.decision === "cancel_task") cancelTask(ctx, p.task_id);
+  const task = resolve(ctx, p.task_id, p.request_id, resolution, p.actor);
+  if (resolution.decision === "cancel_task") cancelTask(ctx, p.task_id, p.actor);
   return { task_id: p.task_id, request_id: p.request_id, resolved: true as const, correlation_id: task.correlation_id };
 }
 
 export function answerQuestion(ctx: ServiceContext, p: Params<"task.question.answer">): ResultInput<"task.question.answer"> {
   const { payload } = checkReply(ctx, p.task_id, p.request_id, "question");
   const resolution = checkAnswers(payload, p.answers);
-  const task = resolve(ctx, p.task_id, p.request_id, resolution);
+  const task = resolve(ctx, p.task_id, p.request_id, resolution, p.actor);
   return { task_id: p.task_id, request_id: p.request_id, resolved: true as const, correlation_id: task.correlation_id };
 }

@@ -2,7 +2,7 @@
  * Steering and cancellation (docs/task-model.md#steering, #cancellation): `task.message.send` to a
  * live run and `task.cancel`. Offers `sendMessage` and `cancelTask`.
  */
-import type { Params } from "../../../shared/bridge-protocol/methods.ts";
+import type { Actor, Params } from "../../../shared/bridge-protocol/methods.ts";
 import type { ResultInput } from "../../../shared/bridge-protocol/results.ts";
 import { byteSize } from "../../../shared/byte-size.ts";
 import { ServerFsError } from "../../../shared/errors.ts";
@@ -28,12 +28,16 @@ export async function sendMessage(ctx: ServiceContext, p: Params<"task.message.s
   return { task_id: p.task_id, accepted: true as const, correlation_id: task.correlation_id };
 }
 
-/** Idempotent and terminal-first; the cancel is committed before the answer. */
-export function cancelTask(ctx: ServiceContext, taskId: string): ResultInput<"task.cancel"> {
+/**
+ * Idempotent and terminal-first; the cancel is committed before the answer. A cancel that moved the
+ * task is audited with who asked (`actor`); one that found it ended changed nothing to audit.
+ */
+export function cancelTask(ctx: ServiceContext, taskId: string, actor: Actor): ResultInput<"task.cancel"> {
   const task = ctx.requireTask(taskId);
   if (isTerminal(task.status)) return { task_id: taskId, status: task.status, correlation_id: task.correlation_id };
   const moved = ctx.store.endTask(taskId, { to: "cancelled" });
   const status = moved ? "cancelled" : (ctx.store.getTask(taskId)?.status ?? "cancelled");
+  if (moved) ctx.deps.audit.info("task_cancel_requested", { task_id: taskId, actor });
   ctx.runs.takeInteraction(taskId)?.reject(new ServerFsError("AGENT_INTERACTION_EXPIRED", "the task was cancelled"));
   ctx.stopProvider(taskId);
   ctx.waiters.notify(taskId);

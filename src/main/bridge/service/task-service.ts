@@ -13,6 +13,7 @@
 
 import type { Remote } from "comlink";
 import type { Params } from "../../../shared/bridge-protocol/methods.ts";
+import { guardedSlots } from "../../../shared/leases/guard-files.ts";
 import type { SweepFinding } from "../../../shared/leases/reconcile-verdict.ts";
 import type { TimesSnapshot } from "../../../workers/maintenance-worker.ts";
 import type { ProviderWorker } from "../../../workers/provider-worker.ts";
@@ -91,11 +92,15 @@ export class TaskService {
     this.ctx.requireState();
     return sendMessage(this.ctx, p);
   }
-  cancel(taskId: string) {
-    return cancelTask(this.ctx, taskId);
+  cancel(p: Params<"task.cancel">) {
+    return cancelTask(this.ctx, p.task_id, p.actor);
   }
   recoveryList() {
     return recoveryList(this.ctx);
+  }
+  /** `metrics.read`: the counters since start, what the database holds, and the guards. */
+  metrics() {
+    return { ...this.ctx.deps.metrics.snapshot(), ...this.ctx.store.counts(), guards: guardedSlots(this.ctx.lockDir).length };
   }
   recoveryClear(p: Params<"recovery.clear">) {
     return recoveryClear(this.ctx, p);

@@ -42,7 +42,7 @@ export function toMcpTask(task: BridgeTask, ttlMs: number): Task {
 }
 
 /** The ServerFS status, which the MCP one folds (queued and running are both "working"), and a failure's code and message. */
-function statusMessage(task: BridgeTask): string {
+export function statusMessage(task: BridgeTask): string {
   if (task.error_code === null) return task.status;
   return task.error_message ? `${task.status}: ${task.error_code}: ${task.error_message}` : `${task.status}: ${task.error_code}`;
 }

@@ -12,7 +12,7 @@ import type { McpDeps } from "../deps.ts";
 import type { ToolDef } from "../tool.ts";
 import { BridgeTaskStore } from "./bridge-task-store.ts";
 import type { PendingRequestHook } from "./elicitation-seam.ts";
-import { rpcError } from "./rpc-error.ts";
+import { NotATaskId, rpcError } from "./rpc-error.ts";
 import { awaitTaskResult } from "./task-result.ts";
 import type { ToolOutcome, ToolResult } from "./tool-outcome.ts";
 
@@ -80,7 +80,7 @@ export class McpTasks {
         if (!cancelled) throw new LegacyError(ProtocolErrorCode.InvalidParams, `Task not found after cancellation: ${taskId}`);
         return { _meta: {}, ...cancelled };
       } catch (e) {
-        if (e instanceof LegacyError) throw e;
+        if (e instanceof LegacyError || e instanceof NotATaskId) throw e;
         throw new LegacyError(ProtocolErrorCode.InvalidRequest, `Failed to cancel task: ${messageOf(e)}`);
       }
     });

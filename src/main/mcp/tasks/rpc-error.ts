@@ -5,7 +5,6 @@
  * (what MCP prescribes for an unknown task id), "internal error" for everything else. An error that
  * already is a JSON-RPC one passes as it is.
  */
-import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { ServerFsError } from "../../../shared/errors.ts";
 
 export const INVALID_PARAMS = -32602;
@@ -20,11 +19,15 @@ export function rpcError(e: unknown): Error & { code: number } {
 
 /**
  * A task id that cannot name a task (not `agt_` + 24 hex, whatever its length): answered before the
- * Bridge or any message sees it, never echoed. An McpError, since the SDK's tasks/cancel handler passes
- * only those on as they are (anything else becomes -32600); its message is set back to `CODE: message`
- * without the "MCP error -32602: " its constructor puts before it.
+ * Bridge or any message sees it, never echoed. Its own class, so that tasks/cancel, which words every
+ * other failure as "Failed to cancel task" (mcp-tasks.ts), passes it on as it is: -32602, exactly
+ * `CODE: message`.
  */
-export function notATaskId(): McpError {
-  const text = new ServerFsError("AGENT_TASK_NOT_FOUND", "no task has this id (a task id is agt_ followed by 24 lowercase hex digits)").toText();
-  return Object.assign(new McpError(INVALID_PARAMS, text), { message: text });
+export class NotATaskId extends Error {
+  readonly code = INVALID_PARAMS;
+  constructor() {
+    super(new ServerFsError("AGENT_TASK_NOT_FOUND", "no task has this id (a task id is agt_ followed by 24 lowercase hex digits)").toText());
+  }
 }
+
+export const notATaskId = (): NotATaskId => new NotATaskId();

@@ -1,6 +1,8 @@
 /**
- * `serverfs tasks list [--status S] [--limit N] [--json]`: newest first, one row per task, with its
- * model, its tokens (input/output) and cost where the runtime reported them.
+ * `serverfs tasks list [--status S] [--limit N] [--before ID] [--json]`: newest first, one row per task,
+ * with its model, its tokens (input/output) and cost where the runtime reported them. A page that
+ * leaves older tasks out ends with the command that lists the next one (`--before` the page's last
+ * task, the Bridge's `before_task_id` cursor), so any number of tasks can be paged through.
  */
 import type { BridgeClient } from "../../../shared/bridge-protocol/client.ts";
 import type { Result, TaskObjectResult as Task } from "../../../shared/bridge-protocol/results.ts";
@@ -21,9 +23,9 @@ function withoutResponse(task: Task): Omit<Task, "final_response"> {
  * carries its final response (up to 256 KiB inline), so a page the Bridge finds too large is asked
  * for again in halves, following `before_task_id`; a single task always fits.
  */
-async function listTasks(client: BridgeClient, statusFilter: string | null, limit: number) {
+async function listTasks(client: BridgeClient, statusFilter: string | null, limit: number, start: string | null) {
   const tasks: Task[] = [];
-  let before: string | null = null;
+  let before = start;
   let pageSize = limit;
   for (;;) {
     const params = { status: statusFilter, limit: Math.min(pageSize, limit - tasks.length), before_task_id: before };
@@ -41,14 +43,28 @@ async function listTasks(client: BridgeClient, statusFilter: string | null, limi
   }
 }
 
-export async function list(client: BridgeClient, statusFilter: string | null, limit: number | undefined, json: boolean): Promise<number> {
-  const page = await listTasks(client, statusFilter, limit ?? LIMITS.default_page);
+export interface ListOptions {
+  status: string | null;
+  limit: number | undefined;
+  /** Only tasks older than this one (exclusive), as a previous page's next command names it. */
+  before: string | null;
+}
+
+/** The command for the page after this one, with the same filter and page size. */
+function nextPageCommand(options: ListOptions, cursor: string): string {
+  const status = options.status === null ? "" : ` --status ${options.status}`;
+  const limit = options.limit === undefined ? "" : ` --limit ${options.limit}`;
+  return `serverfs tasks list${status}${limit} --before ${cursor}`;
+}
+
+export async function list(client: BridgeClient, options: ListOptions, json: boolean): Promise<number> {
+  const page = await listTasks(client, options.status, options.limit ?? LIMITS.default_page, options.before);
   if (json) {
     printJson({ tasks: page.tasks.map(withoutResponse), next_before_task_id: page.next_before_task_id });
     return 0;
   }
   if (page.tasks.length === 0) {
-    printLine("no tasks");
+    printLine(options.before === null ? "no tasks" : `no tasks older than ${options.before}`);
     return 0;
   }
   const rows = page.tasks.map((t) => [
@@ -64,6 +80,6 @@ export async function list(client: BridgeClient, statusFilter: string | null, li
     t.error_code ?? "",
   ]);
   for (const line of table(rows, ["TASK", "STATUS", "RUNTIME", "MODEL", "WORKDIR", "PROFILE", "CREATED", "TOKENS", "COST", "ERROR"])) printLine(line);
-  if (page.next_before_task_id !== null) printLine(paint("dim", `(older tasks not shown; --limit goes up to ${LIMITS.max_task_page})`));
+  if (page.next_before_task_id !== null) printLine(paint("dim", `(older tasks: ${nextPageCommand(options, page.next_before_task_id)})`));
   return 0;
 }

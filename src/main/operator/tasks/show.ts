@@ -1,12 +1,15 @@
 /**
  * `serverfs tasks show <task_id> [--json]`: the task object, with the final response only as a short
- * preview, the model, effort and budget it was given and what it used.
+ * preview, the model, effort and budget it was given and what it used, and its pending request in
+ * full (request-lines.ts), so an operator can judge it before `tasks approve|deny|answer`.
  */
 import type { BridgeClient } from "../../../shared/bridge-protocol/client.ts";
 import type { TaskObjectResult as Task } from "../../../shared/bridge-protocol/results.ts";
+import { requestSummary, str } from "../../../shared/request-summary.ts";
 import { cutUtf8 } from "../../../shared/utf8.ts";
-import { paint, printJson, printLine, table } from "../output.ts";
+import { paint, printJson, printLine, table, visible } from "../output.ts";
 import { getTask, status } from "./bridge-calls.ts";
+import { requestLines } from "./request-lines.ts";
 import { choicesSummary, usageSummary } from "./usage.ts";
 
 /** How much of a final response `show` prints; the whole text is the MCP client's to read. */
@@ -43,19 +46,13 @@ function resultSummary(task: Task): string {
   }
 }
 
+/** The open request in one line: its kind, id, status, expiry and summary; `request` below says the rest. */
 function pendingSummary(task: Task): string | null {
   const p = task.pending_request;
   if (p === null) return task.pending_request_id;
-  const payload = p.payload;
-  const text = (key: string) => (typeof payload[key] === "string" ? (payload[key] as string) : null);
-  const command = text("command_display");
-  const tool = [text("server"), text("tool")].filter((x) => x !== null).join("/");
-  const where = payload["outside_sandbox"] === true ? " (outside the sandbox)" : "";
-  const what =
-    p.kind === "approval"
-      ? `${[text("category"), text("title")].filter((x) => x !== null).join(": ")}${command === null ? "" : ` [${command}]`}${tool === "" ? "" : ` [${tool}]`}${where}`
-      : `${Array.isArray(payload["questions"]) ? payload["questions"].length : 0} question(s)`;
-  return `${p.kind} ${p.request_id} (${p.status}, expires ${p.expires_at ?? "never"}) ${what}`.trimEnd();
+  const summary = str(p.payload["summary"]) ?? requestSummary(p.kind, p.payload);
+  const where = p.payload["outside_sandbox"] === true ? " (outside the sandbox)" : "";
+  return visible(`${p.kind} ${p.request_id} (${p.status}, expires ${p.expires_at ?? "never"}): ${summary}${where}`);
 }
 
 export async function show(client: BridgeClient, taskId: string, json: boolean): Promise<number> {
@@ -89,6 +86,10 @@ export async function show(client: BridgeClient, taskId: string, json: boolean):
   ];
   const rows = fields.filter((f): f is [string, string] => f[1] !== null);
   for (const line of table(rows)) printLine(line);
+  if (task.pending_request !== null) {
+    printLine("request");
+    for (const line of requestLines(task.pending_request.kind, task.pending_request.payload)) printLine(line);
+  }
   if (response !== null) {
     printLine("response");
     for (const line of response.text.split("\n")) printLine(`  ${line}`);

@@ -4,7 +4,7 @@
  */
 import type { BridgeClient } from "../../../shared/bridge-protocol/client.ts";
 import type { TaskEvent } from "../../../shared/bridge-protocol/results.ts";
-import { isServerFsError } from "../../../shared/errors.ts";
+import { isServerFsError, ServerFsError } from "../../../shared/errors.ts";
 import { LIMITS } from "../../../shared/limits.ts";
 import { isTerminal } from "../../../shared/store/task-states.ts";
 import { paint, printJsonLine, printLine, writeStdout } from "../output.ts";
@@ -52,12 +52,15 @@ export async function tail(client: BridgeClient, taskId: string, after: number, 
       task = await getTask(client, taskId);
     }
   } catch (e) {
-    if (!(isServerFsError(e) && e.code === "AGENT_BRIDGE_UNAVAILABLE")) throw e;
+    // A Bridge that has begun to shut down answers BRIDGE_CLOSED on a connection opened just before
+    // it closed its listener: it is going away all the same, and docs/cli.md promises the one code.
+    const gone = isServerFsError(e) && (e.code === "AGENT_BRIDGE_UNAVAILABLE" || e.code === "BRIDGE_CLOSED");
+    if (!gone) throw e;
     if (waiting) writeStdout(ERASE);
     // the person is told where the story stops, then the coded error follows on stderr (exit 1)
     if (json) printJsonLine({ task_id: task.task_id, status: task.status, bridge: "unavailable" });
     else printLine(`task ${task.task_id} was ${status(task.status)} when the Bridge went away (last event #${n})`);
-    throw e;
+    throw e.code === "BRIDGE_CLOSED" ? new ServerFsError("AGENT_BRIDGE_UNAVAILABLE", "the Bridge is shutting down") : e;
   }
   if (waiting) writeStdout(ERASE);
   if (json) printJsonLine({ task_id: task.task_id, status: task.status, error_code: task.error_code });

@@ -1,17 +1,15 @@
 /**
  * An approval as a form (docs/elicitation.md): the message says what the step will do — its summary,
- * the command and where it runs, the files with their change kinds and then their diffs (a withheld
- * diff is said to be withheld), that a command runs outside the sandbox, the MCP server, the tool and
- * its input, the permissions — and the form offers the request's decisions and no other, each
- * explained, plus one checkbox per requested permission.
+ * then the parts `tasks show` prints too (src/shared/request-details.ts): the command and where it
+ * runs, that it runs outside the sandbox, the MCP server, the tool and its input, the permissions, the
+ * files with their change kinds and then their diffs (a withheld diff is said to be withheld) — and
+ * the form offers the request's decisions and no other, each explained, plus one checkbox per
+ * requested permission.
  */
 import { DECISIONS, type Decision } from "../../../../shared/hitl-validation.ts";
+import { requestParts } from "../../../../shared/request-details.ts";
 import { type Json, list, type PendingForm, text } from "./form-kit.ts";
 import { FormMessage } from "./form-message.ts";
-
-/** A tool's input is shown, but never crowds out the rest of the message. */
-const TOOL_INPUT_BYTES = 2048;
-const PERMISSION_DETAILS_BYTES = 512;
 
 const DECISION_HELP: Record<Decision, string> = {
   approve_once: "approve_once: allow this step",
@@ -37,34 +35,9 @@ export function approvalForm(taskId: string, requestId: string, payload: Json): 
   const message = new FormMessage()
     .add(`An agent task asks for approval (task ${taskId}, request ${requestId}).`)
     .add(text(payload["summary"]) ?? text(payload["title"]) ?? "Approve a step");
-  const command = text(payload["command"]);
-  if (command) message.add(`Command: ${command}`);
-  const display = text(payload["command_display"]);
-  if (display && display !== command) message.add(`Runs as: ${display}`);
-  const cwd = text(payload["relative_cwd"]);
-  if (cwd) message.add(`In: ${cwd}`);
-  if (payload["outside_sandbox"] === true) message.add("It runs outside the sandbox: once approved, nothing confines it to the workdir.");
-  const reason = text(payload["reason"]);
-  if (reason) message.add(`Reason: ${reason}`);
-  const server = text(payload["server"]);
-  if (server) message.add(`MCP server: ${server}`);
-  const tool = text(payload["tool"]);
-  if (tool) message.add(`Tool: ${tool}`);
-  if (payload["tool_input"] !== undefined)
-    message.add(`Tool input${payload["tool_input_truncated"] === true ? " (cut)" : ""}: ${JSON.stringify(payload["tool_input"])}`, TOOL_INPUT_BYTES);
-  const blocked = text(payload["blocked_path"]);
-  if (blocked) message.add(`Path asked about: ${blocked}`);
-  permissions.forEach((p, i) => {
-    message.add(`Permission ${i + 1}: ${String(p["kind"])} ${JSON.stringify(p["details"] ?? {})}`, PERMISSION_DETAILS_BYTES);
-  });
-  const files = list(payload["file_changes"]);
-  if (files.length > 0) {
-    message.add(`Files (${files.length}):`);
-    for (const f of files) message.add(`  ${String(f["kind"])} ${String(f["path"])}${text(f["new_path"]) ? ` → ${String(f["new_path"])}` : ""}`);
-    for (const f of files) {
-      if (f["withheld"] === true) message.add(`(the diff of ${String(f["path"])} is withheld)`);
-      else if (text(f["diff"])) message.add(`${String(f["diff"])}${f["truncated"] === true ? "\n(diff cut)" : ""}`);
-    }
+  for (const part of requestParts("approval", payload)) {
+    if (part.type === "line") message.add(part.text, part.max);
+    else message.add(`${part.text}${part.cut ? "\n(diff cut)" : ""}`);
   }
 
   const grants = permissions.map((p, i) => [`grant_${i + 1}`, String(p["permission_id"])] as const);
