@@ -85,7 +85,7 @@ describe("one server, both eras over HTTP", () => {
   test("server/discover and tools/call need no Mcp-Session-Id and carry resultType", async () => {
     const discover = await post(url, { jsonrpc: "2.0", id: 1, method: "server/discover", params: { _meta: META } }, { "mcp-method": "server/discover" });
     expect(discover.status).toBe(200);
-    expect(discover.body["result"]).toMatchObject({ supportedVersions: ["2026-07-28"], resultType: "complete", ttlMs: 0, cacheScope: "private" });
+    expect(discover.body["result"]).toMatchObject({ supportedVersions: ["2026-07-28"], resultType: "complete", ttlMs: 60_000, cacheScope: "private" });
     const call = await post(
       url,
       { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "list_workdirs", arguments: {}, _meta: META } },

@@ -4,7 +4,7 @@
  * `INVALID_ARGUMENT`, `listChanged` is false, and resource errors carry `CODE: message` verbatim.
  * With the Bridge it also serves MCP Tasks (docs/mcp-tasks.md, `tasks/`).
  */
-import { ProtocolErrorCode } from "@modelcontextprotocol/server";
+import { ProtocolErrorCode, type ServerOptions } from "@modelcontextprotocol/server";
 import * as v from "valibot";
 import type { AuditFields } from "../../shared/audit.ts";
 import { errorTrace } from "../../shared/error-trace.ts";
@@ -45,6 +45,20 @@ export interface McpServerOptions {
 const ListToolsParams = v.looseObject({ cursor: v.optional(v.string()) });
 const CallToolParams = v.looseObject({ name: v.string(), arguments: v.optional(v.record(v.string(), v.unknown())), task: v.optional(v.unknown()) });
 
+/**
+ * How long a 2026-07-28 client may reuse a result (docs/protocol.md; a 2025-era result never carries
+ * it). The tool list, the resource template and discover are fixed for the process's config: a
+ * minute. The config is one deployment's, so no cache shared between users may keep them: private.
+ * A file's content, and the resource list, not at all.
+ */
+const CACHE_HINTS: ServerOptions["cacheHints"] = {
+  "server/discover": { ttlMs: 60_000, cacheScope: "private" },
+  "tools/list": { ttlMs: 60_000, cacheScope: "private" },
+  "resources/templates/list": { ttlMs: 60_000, cacheScope: "private" },
+  "resources/list": { ttlMs: 0, cacheScope: "private" },
+  "resources/read": { ttlMs: 0, cacheScope: "private" },
+};
+
 function errorResult(e: ServerFsError) {
   return { isError: true, content: [{ type: "text", text: e.toText() }] };
 }
@@ -84,7 +98,16 @@ export function createMcpServer(opts: McpServerOptions): WireServer {
   // what a task's final answer is: get_agent_task's for it
   const finalResult =
     getAgentTask &&
-    (async (taskId: string) => (await callTool(getAgentTask, { task_id: taskId }, deps, { signal: opts.signal, session, ask: null, rounds: null })).result);
+    (async (taskId: string) =>
+      (
+        await callTool(
+          getAgentTask,
+          { task_id: taskId },
+          deps,
+          { signal: opts.signal, session, ask: null, rounds: null },
+          server.getNegotiatedProtocolVersion(),
+        )
+      ).result);
   // 2025-11-25 tasks on a 2025-era server, the 2026-07-28 extension on a modern one (docs/mcp-tasks.md)
   const extTasks = bridge && finalResult && opts.era === "modern" ? new ExtTasks({ deps: { ...deps, bridge }, finalResult, signal: opts.signal }) : null;
   const tasks =
@@ -113,6 +136,7 @@ export function createMcpServer(opts: McpServerOptions): WireServer {
         ...(extTasks ? { extensions: { [TASKS_EXTENSION]: {} } } : {}),
       },
       instructions: serverInstructions(opts.agentTools),
+      cacheHints: CACHE_HINTS,
     },
   );
 
@@ -126,13 +150,21 @@ export function createMcpServer(opts: McpServerOptions): WireServer {
     if (!tool) throw Object.assign(new Error(`Unknown tool: ${params.name}`), { code: ProtocolErrorCode.InvalidParams });
     const enabled = deps.config.server.elicitation;
     const legacy = opts.era === "legacy";
+    // the revision this call came in on, for the audit line (docs/protocol.md#hosts tells them apart by it)
+    const protocolVersion = server.getNegotiatedProtocolVersion();
     const run = () =>
-      callTool(tool, params.arguments, deps, {
-        signal: opts.signal,
-        session,
-        ask: legacy ? askerFor(server, enabled, ctx, opts.signal) : null,
-        rounds: legacy ? null : roundTripOf(enabled, ctx),
-      });
+      callTool(
+        tool,
+        params.arguments,
+        deps,
+        {
+          signal: opts.signal,
+          session,
+          ask: legacy ? askerFor(server, enabled, ctx, opts.signal) : null,
+          rounds: legacy ? null : roundTripOf(enabled, ctx),
+        },
+        protocolVersion,
+      );
     if (tasks && params.task !== undefined) return tasks.call(tool, run);
     if (extTasks && tool.taskSupport !== undefined && declaresTasks(ctx)) return extTasks.call(run);
     try {
@@ -147,7 +179,9 @@ export function createMcpServer(opts: McpServerOptions): WireServer {
 
   server.setRequestHandler("resources/list", async () => ({ resources: [] }));
   server.setRequestHandler("resources/templates/list", async () => ({ resourceTemplates: [RESOURCE_TEMPLATE] }));
-  server.setRequestHandler("resources/read", async (request, ctx) => server.keepingNotFound(ctx, () => readResource(deps, request.params.uri, opts.signal)));
+  server.setRequestHandler("resources/read", async (request, ctx) =>
+    server.keepingNotFound(ctx, () => readResource(deps, request.params.uri, opts.signal, server.legacyEra)),
+  );
 
   return server;
 }
@@ -157,9 +191,15 @@ export function createMcpServer(opts: McpServerOptions): WireServer {
  * first (InputNeeded) or that is refused as a request (CallRefused) leaves by its throw, after the
  * record: the tools/call handler answers the InputRequiredResult, the SDK the JSON-RPC error.
  */
-async function callTool(tool: ToolDef, rawArgs: Record<string, unknown> | undefined, deps: McpDeps, context: Omit<ToolCall, "audit">): Promise<ToolOutcome> {
+async function callTool(
+  tool: ToolDef,
+  rawArgs: Record<string, unknown> | undefined,
+  deps: McpDeps,
+  context: Omit<ToolCall, "audit">,
+  protocolVersion: string | undefined,
+): Promise<ToolOutcome> {
   const started = performance.now();
-  const audit: AuditFields = { tool: tool.name, ...tool.auditFields };
+  const audit: AuditFields = { tool: tool.name, ...(protocolVersion === undefined ? {} : { protocol_version: protocolVersion }), ...tool.auditFields };
   const args = dropNulls(rawArgs);
   if (typeof args["workdir"] === "string") audit["workdir"] = args["workdir"];
   const record = () => {
