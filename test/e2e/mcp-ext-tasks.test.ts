@@ -318,6 +318,43 @@ describe("durability", () => {
       await http.stop();
     }
   }, 120_000);
+
+  test("the same loop with the approval answered through a round trip (InputRequiredResult, then the retry), restarted between every step", async () => {
+    let http = await startHttp();
+    const step = async <T>(run: () => Promise<T>): Promise<T> => {
+      const out = await run();
+      await http.stop();
+      http = await startHttp();
+      return out;
+    };
+    try {
+      const created = await step(() => result(http.request("tools/call", submitArgs("approval:round trip across restarts"))));
+      const taskId = String(created["taskId"]);
+      await step(() => taskIn(() => http, taskId, "input_required"));
+      // get_agent_task answers the form as an InputRequiredResult (docs/elicitation.md#protocol-revisions)
+      const getTask = { name: "get_agent_task", arguments: { task_id: taskId } };
+      const asked = await step(() => result(http.request("tools/call", getTask)));
+      expect(asked["resultType"]).toBe("input_required");
+      const [requestId] = Object.keys(asked["inputRequests"] as Json);
+      // the retry, taken by a process that never saw the form, carries the answer and the signed state
+      const retried = await step(() =>
+        result(
+          http.request("tools/call", {
+            ...getTask,
+            inputResponses: { [requestId!]: { action: "accept", content: { decision: "approve_once" } } },
+            requestState: asked["requestState"],
+          }),
+        ),
+      );
+      expect(retried["resultType"]).toBe("complete");
+      const done = await step(() => taskIn(() => http, taskId, "completed"));
+      expect(finalOf(done)).toMatchObject({ status: "succeeded", final_response: "approval=approve_once" });
+      const read = await result(http.request("tools/call", getTask));
+      expect(read["structuredContent"]).toEqual(finalOf(done));
+    } finally {
+      await http.stop();
+    }
+  }, 120_000);
 });
 
 describe("the SDK's Tasks client (@modelcontextprotocol/ext-tasks) as a second requester", () => {

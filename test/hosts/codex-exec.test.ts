@@ -12,41 +12,17 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { CODEX_BIN, CODEX_PRESENT, CODEX_VERSION, cliMissing, codexHome, stopHostRun } from "../fixtures/agent-stack.ts";
-import { type MockOpenAI, type MockRequest, type ScriptEntry, startMockOpenAI } from "../fixtures/mock-openai.ts";
+import { type MockOpenAI, type ScriptEntry, startMockOpenAI } from "../fixtures/mock-openai.ts";
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, startBridgeProcess } from "../helpers/bridge.ts";
-import { CODE_PATTERN } from "../helpers/mcp-client.ts";
-import { runCli, runToEnd } from "../helpers/process.ts";
+import { runCli } from "../helpers/process.ts";
+import { codexExec, type Item, inputOf, NAMESPACE, RUN_MS, toolResults } from "./codex-host.ts";
 import { FILESYSTEM_TOOLS, FINAL_WORDS, type ListedTool, SCENARIO, type SeenResult, scenarioScript, seenByLabel, startScenarioServer } from "./scenario.ts";
 import { expectScenarioResults } from "./scenario-checks.ts";
 
 if (!CODEX_PRESENT) cliMissing("Codex", CODEX_BIN, `npm install --no-save @openai/codex@${CODEX_VERSION}`);
 
-const NAMESPACE = "mcp__serverfs";
-const RUN_MS = 120_000;
 /** The JSON Schema keywords Codex 0.171.0 leaves out of the tool definitions it shows the model. */
 const DROPPED = ["minimum", "maximum", "default", "minLength", "pattern"];
-
-type Item = Record<string, unknown>;
-const inputOf = (request: MockRequest): Item[] => (Array.isArray(request.body["input"]) ? (request.body["input"] as Item[]) : []);
-
-const WALL_TIME = /^Wall time: [0-9.]+ seconds\nOutput:\n?/;
-
-/**
- * What the model saw of each MCP call, in order. Codex puts its wall time before a tool's text: in
- * the same string for a success, as a separate content item before the text for an error result. The
- * Responses wire has no error flag, so the model tells an error by that text's leading `CODE: `.
- */
-function toolResults(request: MockRequest): SeenResult[] {
-  return inputOf(request)
-    .filter((i) => i["type"] === "function_call_output")
-    .map((i) => {
-      const output = i["output"];
-      if (typeof output === "string") return { text: output.replace(WALL_TIME, ""), isError: false };
-      const texts = (output as { text?: string }[]).map((c) => c.text ?? "").filter((t) => !WALL_TIME.test(t));
-      const text = texts.join("\n");
-      return { text, isError: CODE_PATTERN.test(text) };
-    });
-}
 
 /** The scenario as the mock's script: a tool search first, as a real model does, and the model's last words at the end. */
 const script = (labels: string[]): ScriptEntry[] => [
@@ -67,15 +43,7 @@ function withoutDropped(schema: unknown): unknown {
 }
 
 /** One `codex exec` turn in `cwd`; its final message. */
-async function codexExec(home: string, cwd: string): Promise<string> {
-  const { stdout, stderr, code } = await runToEnd([CODEX_BIN, "exec", "--skip-git-repo-check", "use the serverfs tools"], {
-    cwd,
-    env: { CODEX_HOME: home, MOCK_API_KEY: "mock-key" },
-    killAfterMs: RUN_MS,
-  });
-  if (code !== 0) throw new Error(`codex exec exited ${code}: ${stderr.slice(-2000)}`);
-  return stdout.trim();
-}
+const exec = async (home: string, cwd: string): Promise<string> => (await codexExec(CODEX_BIN, home, cwd)).final;
 
 describe.skipIf(!CODEX_PRESENT)("Codex (codex exec) as the MCP host", () => {
   let env: BridgeEnv;
@@ -100,7 +68,7 @@ describe.skipIf(!CODEX_PRESENT)("Codex (codex exec) as the MCP host", () => {
     connectOut = connected.stdout + connected.stderr;
     expect(connected.code).toBe(0);
 
-    finalText = await codexExec(home, env.workspace);
+    finalText = await exec(home, env.workspace);
     seenInOrder = toolResults(mock.requests.at(-1)!);
     seen = seenByLabel(labels, seenInOrder);
   }, RUN_MS + 30_000);
@@ -156,7 +124,7 @@ describe.skipIf(!CODEX_PRESENT)("Codex without --auto-approve", () => {
         const connected = await runCli(["connect", "codex", "--write", "--config", env.configPath], { env: { CODEX_HOME: home } });
         expect(connected.code).toBe(0);
         expect(readFileSync(join(home, "config.toml"), "utf8")).toMatch(/^# default_tools_approval_mode = "approve"$/m);
-        expect(await codexExec(home, env.workspace)).toBe(FINAL_WORDS);
+        expect(await exec(home, env.workspace)).toBe(FINAL_WORDS);
         const [seen] = toolResults(mock.requests.at(-1)!);
         // Codex refuses the call itself; the model is told so in Codex's words, not the server's
         expect(seen?.text).toBe("MCP tool call requires approval, but approval policy is never");

@@ -19,7 +19,8 @@ let config: string;
 beforeAll(() => {
   dir = tempDir();
   dir.file("ws/a.txt", "hello\n");
-  config = writeConfig(dir.path, { workdirs: [{ slot: 1, alias: "repo", path: `${dir.path}/ws` }] });
+  // pinned to the 2025 era, whose wire this file keeps byte for byte
+  config = writeConfig(dir.path, { server: { protocol_revisions: ["2025-11-25"] }, workdirs: [{ slot: 1, alias: "repo", path: `${dir.path}/ws` }] });
 });
 afterAll(() => dir.remove());
 

@@ -85,7 +85,7 @@ describe("one server, both eras over HTTP", () => {
   test("server/discover and tools/call need no Mcp-Session-Id and carry resultType", async () => {
     const discover = await post(url, { jsonrpc: "2.0", id: 1, method: "server/discover", params: { _meta: META } }, { "mcp-method": "server/discover" });
     expect(discover.status).toBe(200);
-    expect(discover.body["result"]).toMatchObject({ supportedVersions: ["2026-07-28"], resultType: "complete", ttlMs: 0, cacheScope: "private" });
+    expect(discover.body["result"]).toMatchObject({ supportedVersions: ["2026-07-28"], resultType: "complete", ttlMs: 60_000, cacheScope: "private" });
     const call = await post(
       url,
       { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "list_workdirs", arguments: {}, _meta: META } },
@@ -126,7 +126,11 @@ describe("one server, both eras over HTTP", () => {
 
 describe("with 2025-11-25 alone", () => {
   test("a 2026-07-28 probe gets the answer a 2025 server always gave, so a probing host falls back to initialize", async () => {
-    const only2025 = writeConfig(dir.path, { workdirs: [{ slot: 1, alias: "repo", path: `${dir.path}/ws` }] }, "only2025.toml");
+    const only2025 = writeConfig(
+      dir.path,
+      { server: { protocol_revisions: ["2025-11-25"] }, workdirs: [{ slot: 1, alias: "repo", path: `${dir.path}/ws` }] },
+      "only2025.toml",
+    );
     const url = await startHttp(only2025);
     const probe = await post(url, { jsonrpc: "2.0", id: 1, method: "server/discover", params: { _meta: META } }, { "mcp-method": "server/discover" });
     expect({ status: probe.status, error: probe.body["error"] }).toEqual({

@@ -69,6 +69,10 @@ describe("a 2026-07-28 client on stdio", () => {
       request(5, "ping"),
       request(6, "tasks/list"),
       { jsonrpc: "2.0", id: 7, method: "tools/list", params: { _meta: { ...META, "io.modelcontextprotocol/protocolVersion": "2099-01-01" } } },
+      request(8, "resources/read", { uri: "test://not-ours" }),
+      request(9, "resources/read", { uri: "serverfs://repo/a.txt" }),
+      request(10, "resources/templates/list"),
+      request(11, "resources/list"),
     ]);
   });
 
@@ -78,22 +82,30 @@ describe("a 2026-07-28 client on stdio", () => {
       supportedVersions: ["2026-07-28"],
       capabilities: { tools: { listChanged: false }, resources: { listChanged: false } },
       resultType: "complete",
-      ttlMs: 0,
+      ttlMs: 60_000,
       cacheScope: "private",
       _meta: SERVER_INFO,
     });
     expect(typeof result["instructions"]).toBe("string");
   });
 
-  test("every result carries resultType and the server's identity; the tool list carries ttlMs and cacheScope", () => {
-    expect(byId.get(1)!["result"]).toMatchObject({ resultType: "complete", ttlMs: 0, cacheScope: "private", _meta: SERVER_INFO });
+  test("every result carries resultType and the server's identity; the lists fixed by the config may be kept a minute, privately, a file's content not at all", () => {
+    expect(byId.get(1)!["result"]).toMatchObject({ resultType: "complete", ttlMs: 60_000, cacheScope: "private", _meta: SERVER_INFO });
+    expect(byId.get(10)!["result"]).toMatchObject({ resultType: "complete", ttlMs: 60_000, cacheScope: "private" });
+    expect(byId.get(11)!["result"]).toMatchObject({ resultType: "complete", resources: [], ttlMs: 0, cacheScope: "private" });
+    expect(byId.get(9)!["result"]).toMatchObject({ resultType: "complete", contents: [{ text: "hello\n" }], ttlMs: 0, cacheScope: "private" });
     const call = byId.get(2)!["result"] as Json;
     expect(call).toMatchObject({ resultType: "complete", _meta: SERVER_INFO });
     expect(call["structuredContent"]).toMatchObject({ path: "a.txt", content: "hello\n" });
   });
 
-  test("a missing resource is -32602 on this revision; a request without the _meta envelope is -32602; ping and tasks/list are gone", () => {
-    expect(byId.get(3)!["error"]).toEqual({ code: -32602, message: "PATH_NOT_FOUND: repo:nope.txt does not exist" });
+  test("a missing resource, and a URI of another scheme, is -32602 with data.uri on this revision; a request without the _meta envelope is -32602; ping and tasks/list are gone", () => {
+    expect(byId.get(3)!["error"]).toEqual({ code: -32602, message: "PATH_NOT_FOUND: repo:nope.txt does not exist", data: { uri: "serverfs://repo/nope.txt" } });
+    expect(byId.get(8)!["error"]).toEqual({
+      code: -32602,
+      message: "INVALID_ARGUMENT: the resource URI must start with serverfs://",
+      data: { uri: "test://not-ours" },
+    });
     expect((byId.get(4)!["error"] as Json)["code"]).toBe(-32602);
     expect(byId.get(5)!["error"]).toEqual({ code: -32601, message: "Method not found" });
     expect(byId.get(6)!["error"]).toEqual({ code: -32601, message: "Method not found" });

@@ -239,8 +239,10 @@ describe("audit log: metadata only", () => {
       expect([label, r["error_code"]]).toEqual([label, errorCode(m.result) ?? undefined]);
       expect([label, r["workdir"]]).toEqual([label, m.args["workdir"]]);
       expect([label, r["path"]]).toEqual([label, m.path]);
+      // the revision the 2025-era SDK client negotiated
+      expect([label, r["protocol_version"]]).toEqual([label, "2025-11-25"]);
 
-      const common = ["timestamp", "level", "event", "tool", "duration_ms", "success", "error_code", "workdir", "path"];
+      const common = ["timestamp", "level", "event", "tool", "duration_ms", "protocol_version", "success", "error_code", "workdir", "path"];
       const unexpected = Object.keys(r).filter((k) => !common.includes(k) && !(k in extras));
       expect([label, unexpected]).toEqual([label, []]);
       if (m.result.isError) continue;

@@ -28,7 +28,7 @@ describe("docs/configuration.md defaults", () => {
     const c = build({});
     expect(c.server.log_level).toBe("info");
     expect(c.server.elicitation).toBe(true);
-    expect(c.server.protocol_revisions).toEqual(["2025-11-25"]);
+    expect(c.server.protocol_revisions).toEqual(["2025-11-25", "2026-07-28"]);
     expect(c.limits).toEqual({
       default_list_limit: 100,
       max_list_entries: 500,

@@ -73,7 +73,10 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
   const owners = new WeakMap<NodeStreamableHTTPServerTransport, string>();
   const modern = rt.deps.config.server.protocol_revisions.includes("2026-07-28")
     ? toNodeHandler(
-        createMcpHandler(() => createMcpServer({ ...rt, signal: ending.signal, era: "modern" }), { legacy: "reject", maxRequestBodySize: bodyLimit }),
+        createMcpHandler(() => createMcpServer({ ...rt, signal: ending.signal, era: "modern", stateless: true }), {
+          legacy: "reject",
+          maxRequestBodySize: bodyLimit,
+        }),
         { maxRequestBodySize: bodyLimit },
       )
     : null;

@@ -1,9 +1,11 @@
 /**
  * The `serverfs://{workdir}/{path}` resource (docs/mcp-tools.md#the-file-resource): read_text_file from line 1
  * with `max_lines = max_read_lines`, all or nothing. Failures are JSON-RPC errors whose message is
- * exactly `CODE: message` (not the SDK's McpError, which would prefix it).
+ * exactly `CODE: message` (not the SDK's McpError, which would prefix it). Their JSON-RPC code depends
+ * on the protocol era (docs/protocol.md): 2025-11-25's "resource not found" is -32002; 2026-07-28 says
+ * -32602 with the URI in `data.uri`, which is also what a URI this server cannot read gets there.
  */
-import type { ReadResourceResult } from "@modelcontextprotocol/server";
+import { ProtocolErrorCode, type ReadResourceResult } from "@modelcontextprotocol/server";
 import { ServerFsError } from "../../shared/errors.ts";
 import { decodeStrict } from "../../shared/utf8.ts";
 import { type McpDeps, requireWorkspace } from "./deps.ts";
@@ -19,8 +21,6 @@ export const RESOURCE_TEMPLATE = {
 };
 
 const SCHEME = "serverfs://";
-/** JSON-RPC code for everything but a missing workdir or file ("resource not found"). */
-const INTERNAL = -32603;
 
 /** Percent-decodes once, as bytes; a `%` not followed by two hex digits stays literal. */
 function percentDecode(s: string): string {
@@ -47,13 +47,17 @@ function splitUri(uri: string): { alias: string; encodedPath: string } {
   return { alias: rest.slice(0, slash), encodedPath: rest.slice(slash + 1) };
 }
 
-function rpcError(e: unknown): Error & { code: number } {
+function rpcError(e: unknown, uri: string, legacyEra: boolean): Error & { code: number; data?: { uri: string } } {
   const err = e instanceof ServerFsError ? e : new ServerFsError("READ_FAILED", "unexpected internal failure");
-  const code = err.code === "WORKDIR_NOT_FOUND" || err.code === "PATH_NOT_FOUND" ? RESOURCE_NOT_FOUND : INTERNAL;
-  return Object.assign(new Error(err.toText()), { code });
+  const notFound = err.code === "WORKDIR_NOT_FOUND" || err.code === "PATH_NOT_FOUND";
+  if (legacyEra) return Object.assign(new Error(err.toText()), { code: notFound ? RESOURCE_NOT_FOUND : ProtocolErrorCode.InternalError });
+  // another scheme, or a path that is not UTF-8: no resource of this server has that URI
+  if (notFound || err.code === "INVALID_ARGUMENT") return Object.assign(new Error(err.toText()), { code: ProtocolErrorCode.InvalidParams, data: { uri } });
+  return Object.assign(new Error(err.toText()), { code: ProtocolErrorCode.InternalError });
 }
 
-export async function readResource(deps: McpDeps, uri: string, signal: AbortSignal): Promise<ReadResourceResult> {
+/** Reads `uri`; `legacyEra` picks the JSON-RPC codes of its failures (see above). */
+export async function readResource(deps: McpDeps, uri: string, signal: AbortSignal, legacyEra: boolean): Promise<ReadResourceResult> {
   try {
     const { alias, encodedPath } = splitUri(uri);
     const ws = requireWorkspace(deps, alias);
@@ -67,6 +71,6 @@ export async function readResource(deps: McpDeps, uri: string, signal: AbortSign
     });
     return { contents: [{ uri, mimeType: "text/plain", text: page.content }] };
   } catch (e) {
-    throw rpcError(e);
+    throw rpcError(e, uri, legacyEra);
   }
 }

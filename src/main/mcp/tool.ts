@@ -3,11 +3,13 @@
  * The JSON Schemas clients see are generated from the same valibot schemas that validate calls,
  * so the declared contract and the enforced one cannot drift apart.
  */
+
+import { type InputRequiredResult, ProtocolErrorCode } from "@modelcontextprotocol/server";
 import { toJsonSchema } from "@valibot/to-json-schema";
 import * as v from "valibot";
 import type { AuditFields } from "../../shared/audit.ts";
-import type { ErrorCode } from "../../shared/errors.ts";
-import type { Ask, ClientSession } from "./client-session.ts";
+import type { ErrorCode, ServerFsError } from "../../shared/errors.ts";
+import type { Ask, ClientSession, RoundTrip } from "./client-session.ts";
 import type { Identity } from "./oauth/identity.ts";
 import type { Scope } from "./oauth/scopes.ts";
 
@@ -22,15 +24,40 @@ export const READ_ONLY: Annotations = { readOnlyHint: true, destructiveHint: fal
 
 /**
  * One call as the handler sees it: the audit record it fills in, the call's end signal, its MCP
- * session, and the asker of a form question within this call (null when the client cannot be asked).
+ * session, the asker of a form question within this call on a 2025-era connection (null when the
+ * client cannot be asked), and on a 2026-07-28 one what its client sent for a round trip (null on 2025).
  */
 export interface ToolCall {
   audit: AuditFields;
   signal: AbortSignal;
   session: ClientSession;
   ask: Ask | null;
+  rounds: RoundTrip | null;
   /** Whom the OAuth token of the request names (docs/mcp-tools.md#oauth); null over stdio or a static token. */
   identity: Identity | null;
+}
+
+/**
+ * A 2026-07-28 call that needs its client's input before it can answer (docs/elicitation.md): thrown
+ * by the tool, answered as this InputRequiredResult, and the call is retried with the input.
+ */
+export class InputNeeded extends Error {
+  override readonly name = "InputNeeded";
+  constructor(readonly result: InputRequiredResult) {
+    super("input required");
+  }
+}
+
+/**
+ * A call refused as a request rather than failed as a tool (a requestState that fails its checks):
+ * thrown by the tool, answered as JSON-RPC -32602 with the error's `CODE: message`.
+ */
+export class CallRefused extends Error {
+  override readonly name = "CallRefused";
+  readonly code = ProtocolErrorCode.InvalidParams;
+  constructor(readonly error: ServerFsError) {
+    super(error.toText());
+  }
 }
 
 export type ContentBlock = Record<string, unknown> & { type: string };

@@ -111,7 +111,7 @@ const ServerSchema = v.strictObject({
   http_max_sessions: v.optional(positive(), 256),
   http_session_idle_seconds: v.optional(positive(), 900),
   elicitation: v.optional(v.boolean(), true),
-  protocol_revisions: v.optional(v.pipe(v.array(v.picklist(PROTOCOL_REVISIONS)), v.minLength(1)), ["2025-11-25"]),
+  protocol_revisions: v.optional(v.pipe(v.array(v.picklist(PROTOCOL_REVISIONS)), v.minLength(1)), ["2025-11-25", "2026-07-28"]),
 });
 
 const LifecycleSchema = v.strictObject({

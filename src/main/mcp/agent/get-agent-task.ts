@@ -1,6 +1,7 @@
 /**
  * `get_agent_task` (docs/mcp-tools.md#agent-tool-results): the task object from `task.get`, after any form for its pending request
- * (docs/elicitation.md), without native identifiers.
+ * (docs/elicitation.md: a 2025 `elicitation/create`, or on 2026-07-28 an InputRequiredResult and its
+ * retry), without native identifiers.
  */
 import * as v from "valibot";
 import { byteSize } from "../../../shared/byte-size.ts";
@@ -8,6 +9,7 @@ import { LIMITS } from "../../../shared/limits.ts";
 import type { ToolDef } from "../tool.ts";
 import { AGENT_READ, type AgentDeps, proxyTool, taskIdParam } from "./agent-tool.ts";
 import { elicitPending } from "./elicitation/elicit-pending.ts";
+import { roundTrip } from "./elicitation/round-trip.ts";
 import { stripTaskIds, TaskResult } from "./schemas.ts";
 
 export function getAgentTask(deps: AgentDeps): ToolDef {
@@ -21,7 +23,7 @@ export function getAgentTask(deps: AgentDeps): ToolDef {
     bulk: ["pending_request", "manifest", "final_response"],
     method: "task.get",
     params: (a) => ({ task_id: a.task_id }),
-    settle: async (a, task, call) => (await elicitPending(deps, call, a.task_id, task)).task,
+    settle: async (a, task, call) => (call.rounds ? await roundTrip(deps, call, a.task_id, task) : await elicitPending(deps, call, a.task_id, task)).task,
     present: stripTaskIds,
     audit: (_a, r, call) => {
       call.audit["status"] = r.status;

@@ -8,6 +8,7 @@ import { intParam, withDefault } from "../params.ts";
 import type { ToolDef } from "../tool.ts";
 import { AGENT_READ, type AgentDeps, proxyTool, taskIdParam } from "./agent-tool.ts";
 import { elicitPending, mayElicit } from "./elicitation/elicit-pending.ts";
+import { roundTrip, roundTripDue } from "./elicitation/round-trip.ts";
 import { EventsResult, stripEventIds } from "./schemas.ts";
 
 export function readAgentTaskEvents(deps: AgentDeps): ToolDef {
@@ -40,8 +41,8 @@ export function readAgentTaskEvents(deps: AgentDeps): ToolDef {
     // once a form's request was answered (there or elsewhere) the page is read again, without
     // waiting, to show what that did.
     settle: async (a, page, call) => {
-      if (!mayElicit(call, a.task_id)) return page;
-      const { settled } = await elicitPending(deps, call, a.task_id);
+      if (!(call.rounds ? roundTripDue(call, a.task_id) : mayElicit(call, a.task_id))) return page;
+      const { settled } = call.rounds ? await roundTrip(deps, call, a.task_id) : await elicitPending(deps, call, a.task_id);
       if (settled === 0) return page;
       return deps.bridge("task.events", { task_id: a.task_id, after_event_id: a.after_event_id, limit: a.limit }, { signal: call.signal });
     },

@@ -1,6 +1,7 @@
 /**
- * Asking the human within a call (docs/elicitation.md). `elicitPending` is the one way in, for
- * get_agent_task and read_agent_task_events here and for the MCP Tasks handlers (`tasks/result`):
+ * Asking the human within a call of a 2025-era connection (docs/elicitation.md; a 2026-07-28 call asks
+ * by round trip, `round-trip.ts`). `elicitPending` is the one way in, for get_agent_task and
+ * read_agent_task_events here and for the MCP Tasks handlers (`tasks/result`):
  * while a task this session created has a pending approval or question, and the client can be
  * asked, it sends the request as a form on the call's own stream and forwards an accepted answer
  * through the same Bridge methods as respond_agent_approval / answer_agent_question. It answers the
@@ -13,23 +14,18 @@
  * and the call goes on at once. An answer that lost that race is shown to nobody as an error either:
  * the call just answers the task's state.
  */
-import { ServerFsError } from "../../../../shared/errors.ts";
 import type { ToolCall } from "../../tool.ts";
 import type { AgentDeps } from "../agent-tool.ts";
 import type { PendingRequest, Task } from "./form-kit.ts";
+import { type Outcome, settleReply } from "./input-requests.ts";
 import { formFor, openRequest } from "./pending-form.ts";
 import { untilWithdrawn } from "./withdrawal.ts";
-
-/** The Bridge's answers to a reply that came too late (docs/bridge-rpc.md#taskapprovalrespond-and-taskquestionanswer). */
-const LOST_RACE = new Set(["REQUEST_STALE", "REQUEST_ALREADY_RESOLVED", "REQUEST_NOT_FOUND", "AGENT_TASK_NOT_FOUND"]);
 
 /** The reason the client is given for a withdrawn form's cancellation; it names nothing of the request. */
 const WITHDRAWN = "the request is no longer pending";
 
 /** A task asks one request at a time; this bounds the forms of one call (a runtime that asks again and again). */
 const MAX_FORMS_PER_CALL = 16;
-
-type Outcome = "resolved" | "stale" | "pending" | "refused";
 
 /** Whether this call may ask about this task: the client can be asked and this session created it. */
 export function mayElicit(call: ToolCall, taskId: string): boolean {
@@ -64,15 +60,14 @@ export async function elicitPending(
 }
 
 async function askOne(deps: AgentDeps, call: ToolCall, taskId: string, pending: PendingRequest): Promise<Outcome> {
-  const { form, answer } = formFor(taskId, pending);
-  const line = { task_id: taskId, request_id: pending.request_id, kind: pending.kind };
-  const record = (action: string, decision: string | null, outcome: Outcome) =>
-    deps.audit.info("agent_elicitation_answered", { ...line, action, decision, outcome });
+  const { form } = formFor(taskId, pending);
+  const record = (action: string, outcome: Outcome) =>
+    deps.audit.info("agent_elicitation_answered", { task_id: taskId, request_id: pending.request_id, kind: pending.kind, action, decision: null, outcome });
 
   // the form and the watch race: whichever ends first ends the other
   const formEnded = new AbortController();
   const withdraw = new AbortController();
-  void untilWithdrawn(deps, taskId, line.request_id, AbortSignal.any([call.signal, formEnded.signal])).then(
+  void untilWithdrawn(deps, taskId, pending.request_id, AbortSignal.any([call.signal, formEnded.signal])).then(
     () => {
       if (!formEnded.signal.aborted) withdraw.abort(WITHDRAWN);
     },
@@ -85,39 +80,15 @@ async function askOne(deps: AgentDeps, call: ToolCall, taskId: string, pending: 
     reply = await call.ask!(form, withdraw.signal);
   } catch {
     if (withdraw.signal.aborted) {
-      record("withdrawn", null, "stale");
+      record("withdrawn", "stale");
       return "stale";
     }
     // the client failed the request, the form timed out, or the call ended: nothing was answered
-    record("failed", null, "pending");
+    record("failed", "pending");
     return "pending";
   } finally {
     formEnded.abort();
   }
-  if (reply.action !== "accept") {
-    record(reply.action, null, "pending");
-    return "pending";
-  }
-  const forward = answer(reply.content ?? {});
-  if (!forward) {
-    record("accept", null, "refused");
-    return "refused";
-  }
-  try {
-    await deps.bridge(forward.method, forward.params, { signal: call.signal });
-    record("accept", forward.decision, "resolved");
-    return "resolved";
-  } catch (e) {
-    if (!(e instanceof ServerFsError)) throw e;
-    const code = e.code;
-    if (LOST_RACE.has(code)) {
-      record("accept", forward.decision, "stale");
-      return "stale";
-    }
-    if (code.startsWith("INVALID_")) {
-      record("accept", forward.decision, "refused");
-      return "refused";
-    }
-    throw e;
-  }
+  // a reply that lost the race is shown to nobody as an error: the call answers the task's state
+  return (await settleReply(deps, call.signal, taskId, pending, reply)).outcome;
 }
