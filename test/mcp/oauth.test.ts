@@ -163,7 +163,7 @@ describe("a 2026-07-28 request, served without a session, behind the same gate",
       },
     );
 
-  test("no token is 401; a read-only token lists only the read tools, reads with its identity audited, and a write call gets the 403 step-up before anything runs", async () => {
+  test("no token is 401; a read-only token lists only the read tools, reads with its identity audited, and a write call or a Tasks extension method gets the 403 step-up before anything runs", async () => {
     const list = { id: 1, method: "tools/list", params: {} };
     expect((await modern(null, list)).status).toBe(401);
 
@@ -189,6 +189,12 @@ describe("a 2026-07-28 request, served without a session, behind the same gate",
     );
     await write.text();
     expect(await Bun.file(`${dir.path}/ws/modern.txt`).exists()).toBe(false);
+    // the Tasks extension's methods are the Agent right, on this path too
+    const taskId = `agt_${"0".repeat(24)}`;
+    const get = await modern(token, { id: 5, method: "tasks/get", params: { taskId } }, taskId);
+    expect(get.status).toBe(403);
+    expect(get.headers.get("www-authenticate")).toStartWith('Bearer error="insufficient_scope", scope="serverfs:agent"');
+    await get.text();
 
     const writer = await as.clientCredentials(resource, "serverfs:write");
     const written = await modern(writer, call(4, "create_text_file", { workdir: "ws", path: "modern.txt", content: "x" }), "create_text_file");
