@@ -293,44 +293,49 @@ describe("over Streamable HTTP", () => {
   });
 });
 
-describe("durability", () => {
-  test("the whole loop with `serverfs mcp --http` restarted between every step", async () => {
-    let http = await startHttp();
-    const step = async <T>(run: () => Promise<T>): Promise<T> => {
+/** A `serverfs mcp --http` that `step` runs one step against and then replaces with a fresh process. */
+async function restartingHttp() {
+  let http = await startHttp();
+  return {
+    now: () => http,
+    async step<T>(run: () => Promise<T>): Promise<T> {
       const out = await run();
       await http.stop();
       http = await startHttp();
       return out;
-    };
+    },
+    stop: () => http.stop(),
+  };
+}
+
+describe("durability", () => {
+  test("the whole loop with `serverfs mcp --http` restarted between every step", async () => {
+    const { step, now, stop } = await restartingHttp();
+    const http = { request: (...args: Parameters<Modern["request"]>) => now().request(...args) };
     try {
       const created = await step(() => result(http.request("tools/call", submitArgs("approval:across restarts"))));
       const taskId = String(created["taskId"]);
-      const waiting = await step(() => taskIn(() => http, taskId, "input_required"));
+      const waiting = await step(() => taskIn(now, taskId, "input_required"));
       const { key } = onlyInputRequest(waiting);
       await step(() =>
         result(http.request("tasks/update", { taskId, inputResponses: { [key]: { action: "accept", content: { decision: "approve_once" } } } })),
       );
-      const done = await step(() => taskIn(() => http, taskId, "completed"));
+      const done = await step(() => taskIn(now, taskId, "completed"));
       expect(finalOf(done)).toMatchObject({ status: "succeeded", final_response: "approval=approve_once" });
       const read = await result(http.request("tools/call", { name: "get_agent_task", arguments: { task_id: taskId } }));
       expect(read["structuredContent"]).toEqual(finalOf(done));
     } finally {
-      await http.stop();
+      await stop();
     }
   }, 120_000);
 
   test("the same loop with the approval answered through a round trip (InputRequiredResult, then the retry), restarted between every step", async () => {
-    let http = await startHttp();
-    const step = async <T>(run: () => Promise<T>): Promise<T> => {
-      const out = await run();
-      await http.stop();
-      http = await startHttp();
-      return out;
-    };
+    const { step, now, stop } = await restartingHttp();
+    const http = { request: (...args: Parameters<Modern["request"]>) => now().request(...args) };
     try {
       const created = await step(() => result(http.request("tools/call", submitArgs("approval:round trip across restarts"))));
       const taskId = String(created["taskId"]);
-      await step(() => taskIn(() => http, taskId, "input_required"));
+      await step(() => taskIn(now, taskId, "input_required"));
       // get_agent_task answers the form as an InputRequiredResult (docs/elicitation.md#protocol-revisions)
       const getTask = { name: "get_agent_task", arguments: { task_id: taskId } };
       const asked = await step(() => result(http.request("tools/call", getTask)));
@@ -347,12 +352,12 @@ describe("durability", () => {
         ),
       );
       expect(retried["resultType"]).toBe("complete");
-      const done = await step(() => taskIn(() => http, taskId, "completed"));
+      const done = await step(() => taskIn(now, taskId, "completed"));
       expect(finalOf(done)).toMatchObject({ status: "succeeded", final_response: "approval=approve_once" });
       const read = await result(http.request("tools/call", getTask));
       expect(read["structuredContent"]).toEqual(finalOf(done));
     } finally {
-      await http.stop();
+      await stop();
     }
   }, 120_000);
 });

@@ -142,7 +142,7 @@ describe.skipIf(!CODEX_PRESENT)("item 2: Codex's MCP tool calls are asked as mcp
     expect(payload["available_decisions"]).toEqual(["approve_once", "approve_session", "deny", "cancel_task"]);
     const asked = (await s.events(taskId)).find((e) => e["event_type"] === "approval.requested")!["payload"] as Json;
     expect(asked).toMatchObject({ category: "mcp_tool", summary: payload["summary"] });
-    expect(await shownPending(s, taskId)).toContain("mcp_tool: Use an MCP tool [notes/write_note]");
+    expect(await shownPending(s, taskId)).toEndWith("Use an MCP tool: notes/write_note");
     expect(await s.respond(taskId, request, "approve_once")).toBeNull();
     expect(await s.finish(taskId)).toMatchObject({ status: "succeeded", final_response: "noted" });
     expect(readFileSync(join(s.workspace, "note.txt"), "utf8")).toBe("hello");

@@ -13,9 +13,9 @@ import * as v from "valibot";
 import { isTaskId } from "../../../shared/ids.ts";
 import type { AgentDeps } from "../agent/agent-tool.ts";
 import type { Json, PendingRequest } from "../agent/elicitation/form-kit.ts";
-import { formFor, openRequest } from "../agent/elicitation/pending-form.ts";
+import { inputRequestsOf, settleReply } from "../agent/elicitation/input-requests.ts";
+import { openRequest } from "../agent/elicitation/pending-form.ts";
 import { BridgeTaskStore } from "./bridge-task-store.ts";
-import { forwardAnswer } from "./forward-answer.ts";
 import { type BridgeTask, POLL_INTERVAL_MS, statusMessage } from "./mcp-task.ts";
 import { notATaskId, rpcError } from "./rpc-error.ts";
 import type { ToolOutcome, ToolResult } from "./tool-outcome.ts";
@@ -167,19 +167,12 @@ export class ExtTasks {
     const pending = openRequest(task);
     if (!pending) return { ...base, status: "working" };
     if (!this.opts.deps.config.server.elicitation || !offersForms(ctx)) return { ...base, inputRequests: {} };
-    const { form } = formFor(task.task_id, pending);
-    return { ...base, inputRequests: { [pending.request_id]: { method: "elicitation/create", params: { mode: "form", ...form } } } };
+    return { ...base, inputRequests: inputRequestsOf(task.task_id, task) };
   }
 
   /** One `inputResponses` entry for the open request: an accepted one is forwarded; each is audited as a form's answer is. */
   private async answer(taskId: string, pending: PendingRequest, response: { action: string; content?: Json | undefined }, signal: AbortSignal) {
-    const line = { task_id: taskId, request_id: pending.request_id, kind: pending.kind, action: response.action };
-    if (response.action !== "accept") {
-      this.opts.deps.audit.info("agent_elicitation_answered", { ...line, decision: null, outcome: "pending" });
-      return;
-    }
-    const { outcome, decision } = await forwardAnswer(this.opts.deps, formFor(taskId, pending).answer, response.content ?? {}, signal);
-    this.opts.deps.audit.info("agent_elicitation_answered", { ...line, decision, outcome });
+    await settleReply(this.opts.deps, signal, taskId, pending, response);
   }
 }
 

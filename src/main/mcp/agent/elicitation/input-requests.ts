@@ -42,7 +42,13 @@ export interface Settled {
  * a cancel, or a reply that is none, decides nothing. Each writes one `agent_elicitation_answered`
  * record (never the reply's content).
  */
-export async function settleReply(deps: AgentDeps, signal: AbortSignal, taskId: string, pending: PendingRequest, reply: unknown): Promise<Settled> {
+export async function settleReply(
+  deps: Pick<AgentDeps, "bridge" | "audit">,
+  signal: AbortSignal,
+  taskId: string,
+  pending: PendingRequest,
+  reply: unknown,
+): Promise<Settled> {
   const line = { task_id: taskId, request_id: pending.request_id, kind: pending.kind };
   const done = (action: string, decision: string | null, outcome: Outcome, lost: ServerFsError | null = null): Settled => {
     deps.audit.info("agent_elicitation_answered", { ...line, action, decision, outcome });
