@@ -323,7 +323,15 @@ describe("parameter rules and the methods key sets", () => {
 
   test('"string|null" params accept null, the same as absent', async () => {
     const submit = { runtime: "fake", workdir: "w", path: "", profile: "review", prompt: "p" };
-    const nulls = { continue_from_task_id: null, correlation_id: null, idempotency_key: null, model: null, effort: null, max_budget_usd: null };
+    const nulls = {
+      continue_from_task_id: null,
+      correlation_id: null,
+      idempotency_key: null,
+      model: null,
+      effort: null,
+      max_budget_usd: null,
+      submitter: null,
+    };
     expect(await paramsOf("task.submit", { ...submit, ...nulls })).toEqual({ ...submit, ...nulls });
     expect(await paramsOf("task.submit", submit)).toEqual({ ...submit, ...nulls });
     expect(await paramsOf("task.list", { status: null, before_task_id: null })).toMatchObject({ status: null, before_task_id: null });

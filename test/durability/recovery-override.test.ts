@@ -131,6 +131,8 @@ describe("periodic reconciliation", () => {
           continue_from_task_id: null,
           correlation_id: "orphaned-row",
           idempotency_key: null,
+          submitter_sub: null,
+          submitter_client_id: null,
           request_fingerprint: null,
           manifest_json: "{}",
           manifest_sha256: "0".repeat(64),

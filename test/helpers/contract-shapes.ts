@@ -30,6 +30,7 @@ export const TASK_OBJECT_FIELDS = [
   "pending_request_id",
   "pending_request",
   "usage",
+  "submitter",
 ] as const;
 
 /** The `fake` runtime's runtime.list entry (docs/runtimes.md): version "1", every capability, session-resume. */

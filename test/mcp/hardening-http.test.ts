@@ -6,9 +6,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, chownSync } from "node:fs";
 import { connect, type Socket } from "node:net";
+import { rawRequest, spawnHttpServer, stopHttpServers } from "../helpers/http-server.ts";
 import { parseAudit } from "../helpers/mcp-client.ts";
-import { poll } from "../helpers/poll.ts";
-import { runCli, spawnCli } from "../helpers/process.ts";
+import { runCli } from "../helpers/process.ts";
 import type { Table } from "../helpers/toml.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
@@ -22,43 +22,6 @@ const INIT = {
   params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
 };
 const LIST = { jsonrpc: "2.0", id: 2, method: "tools/list" };
-
-interface HttpServer {
-  port: number;
-  stderr(): string;
-  /** Resolves once the audit log holds `count` records of `event`. */
-  waitFor(event: string, count?: number): Promise<Record<string, unknown>[]>;
-  stop(): Promise<void>;
-}
-
-const running = new Set<ReturnType<typeof spawnCli>>();
-
-async function spawnHttpServer(configPath: string, listen = "127.0.0.1:0"): Promise<HttpServer> {
-  const proc = spawnCli(["mcp", "--config", configPath, "--http", listen]);
-  running.add(proc);
-  let err = "";
-  (async () => {
-    const decoder = new TextDecoder();
-    for await (const chunk of proc.stderr) err += decoder.decode(chunk, { stream: true });
-  })();
-  const waitFor = async (event: string, count = 1) => {
-    const found = () => parseAudit(err).filter((r) => r["event"] === event);
-    await poll(() => found().length >= count, 15_000, `${count} ${event} audit event(s)`);
-    return found();
-  };
-  const [startup] = await waitFor("startup");
-  const port = Number(String(startup!["listen"]).split(":").pop());
-  return {
-    port,
-    stderr: () => err,
-    waitFor,
-    async stop() {
-      proc.kill("SIGTERM");
-      await proc.exited;
-      running.delete(proc);
-    },
-  };
-}
 
 const post = (port: number, body: unknown, session?: string) =>
   fetch(`http://127.0.0.1:${port}/mcp`, {
@@ -86,18 +49,6 @@ const statusOf = async (port: number, session: string) => {
 };
 
 /** Sends raw bytes and resolves with everything the server answers before it closes. */
-function rawRequest(port: number, bytes: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, "127.0.0.1", () => socket.write(bytes));
-    let out = "";
-    socket.on("data", (d) => {
-      out += d.toString("latin1");
-    });
-    socket.on("end", () => resolve(out));
-    socket.on("error", reject);
-  });
-}
-
 /** Opens a request whose body never completes: its session has a request in flight. */
 function hangingRequest(port: number, session: string): Promise<Socket> {
   return new Promise((resolve) => {
@@ -146,7 +97,7 @@ beforeAll(() => {
   workdirs = [{ slot: 1, alias: "repo", path: dir.dir("ws") }];
 });
 afterAll(() => {
-  for (const proc of running) proc.kill();
+  stopHttpServers();
   dir.remove();
 });
 
@@ -158,7 +109,7 @@ describe("HTTP off loopback is never open by accident", () => {
       expect(r.code).toBe(2);
       expect(r.stdout).toBe("");
       expect(r.stderr).toContain("serverfs: configuration error: server.http.bearer_token_file: must be set to serve HTTP on the non-loopback address");
-      expect(r.stderr).toContain("set a bearer token file, or bind 127.0.0.1");
+      expect(r.stderr).toContain("set a bearer token file or [server.http.oauth], or bind 127.0.0.1");
       expect(parseAudit(r.stderr).find((e) => e["event"] === "startup_failed")?.["level"]).toBe("ERROR");
       expect(parseAudit(r.stderr).some((e) => e["event"] === "startup")).toBe(false);
     }

@@ -79,6 +79,8 @@ export function newTask(overrides: Partial<NewTask> = {}): NewTask {
     continue_from_task_id: null,
     correlation_id: null,
     idempotency_key: null,
+    submitter_sub: null,
+    submitter_client_id: null,
     request_fingerprint: null,
     manifest_json: built.json,
     manifest_sha256: built.sha256,

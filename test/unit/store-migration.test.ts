@@ -173,6 +173,8 @@ const FRESH_TASK_COLUMNS = [
   "error_message",
   "pending_request_id",
   "event_count",
+  "submitter_sub",
+  "submitter_client_id",
 ];
 const INDEXES_AND_TRIGGER = [
   "events_task_cursor",
@@ -244,7 +246,7 @@ describe("migration of a v0.6 file", () => {
     const after = snapshot(stateDir);
 
     expect(after.journalMode).toBe("wal");
-    expect(after.taskColumns).toEqual([...before.taskColumns, ...V07_NEW_TASK_COLUMNS]);
+    expect(after.taskColumns).toEqual([...before.taskColumns, ...V07_NEW_TASK_COLUMNS, "submitter_sub", "submitter_client_id"]);
     expect(after.requestColumns).toEqual([...before.requestColumns, "expires_at"]);
     expect(namesOf(after.master, ["index", "trigger"])).toEqual(INDEXES_AND_TRIGGER);
 

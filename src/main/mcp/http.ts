@@ -2,17 +2,18 @@
  * Streamable HTTP at `/mcp` (docs/mcp-tools.md#streamable-http). Every request first has each header a gate
  * reads at most once (400), then passes the Host allowlist
  * (421, a missing Host too), the Origin allowlist (403) and, when configured, the bearer token
- * (401); only then does it reach the session's SDK transport. Rejection bodies are fixed phrases
- * that echo nothing. Off loopback a bearer token is required; sessions are capped and expire when
- * idle (http-sessions.ts).
+ * (401) or the OAuth gate (oauth/gate.ts: 401, 403 insufficient_scope); only then does it reach the
+ * session's SDK transport. Rejection bodies are fixed phrases that echo nothing. Off loopback a bearer
+ * token or OAuth is required; sessions are capped and expire when idle (http-sessions.ts).
  *
  * With revision 2026-07-28 served (`[server] protocol_revisions`, docs/protocol.md), a request whose
  * `MCP-Protocol-Version` header names a revision after the 2025 era goes to the SDK's per-request
  * entry instead: no session, one server per request, the header checks and their errors the SDK's.
+ * Every gate, OAuth's too, stands before both eras alike.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { NodeStreamableHTTPServerTransport, toNodeHandler } from "@modelcontextprotocol/node";
-import { createMcpHandler, SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/server";
+import { type AuthInfo, createMcpHandler, SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/server";
 import { ConfigError } from "../../shared/config/load.ts";
 import { FATAL_BOUND_MS, installFatalHandlers } from "../fatal-errors.ts";
 import {
@@ -28,6 +29,9 @@ import {
   secretMatches,
 } from "../http-gate.ts";
 import { type HttpSession, HttpSessions } from "./http-sessions.ts";
+import { OAuthGate } from "./oauth/gate.ts";
+import { ownerOf, toAuthInfo } from "./oauth/identity.ts";
+import { oauthSettings } from "./oauth/settings.ts";
 import { createMcpServer } from "./server.ts";
 import { auditStartup, type McpRuntime } from "./startup.ts";
 import { incomingMessageLimit } from "./transfer-limit.ts";
@@ -37,11 +41,11 @@ const TOKEN_KEY = "server.http.bearer_token_file";
 /** Every header a gate or the session routing reads at most once (http-gate.ts `repeatsHeader`). */
 const SINGLE_HEADERS = new Set(["host", "authorization", "origin", "mcp-session-id"]);
 
-/** Before anything listens: off loopback the bearer token is required, so no bind is open by accident. */
-function requireTokenOffLoopback(address: ListenAddress, token: string | null): void {
-  if (isLoopback(address.host) || token !== null) return;
+/** Before anything listens: off loopback a bearer token or OAuth is required, so no bind is open by accident. */
+function requireTokenOffLoopback(address: ListenAddress, guarded: boolean): void {
+  if (isLoopback(address.host) || guarded) return;
   throw new ConfigError(
-    `${TOKEN_KEY}: must be set to serve HTTP on the non-loopback address ${formatHost(address.host, address.port)} (set a bearer token file, or bind 127.0.0.1)`,
+    `${TOKEN_KEY}: must be set to serve HTTP on the non-loopback address ${formatHost(address.host, address.port)} (set a bearer token file or [server.http.oauth], or bind 127.0.0.1)`,
   );
 }
 
@@ -49,9 +53,12 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
   const address = parseListen(listen, "--http");
   const { http: httpConfig, http_max_sessions, http_session_idle_seconds } = rt.deps.config.server;
   let token: string | null;
+  let oauth: OAuthGate | null;
   try {
+    const settings = oauthSettings(httpConfig);
     token = httpConfig.bearer_token_file === "" ? null : readPrivateSecret(httpConfig.bearer_token_file, TOKEN_KEY);
-    requireTokenOffLoopback(address, token);
+    oauth = settings && new OAuthGate(settings, rt.tools, rt.deps.audit);
+    requireTokenOffLoopback(address, token !== null || oauth !== null);
   } catch (e) {
     if (e instanceof ConfigError) rt.deps.audit.error("startup_failed", { reason: e.message });
     throw e;
@@ -63,6 +70,7 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
     rt.deps.audit.info("http_session_closed", { reason, sessions: sessions.size }),
   );
   let allowedHosts = new Set<string>();
+  const owners = new WeakMap<NodeStreamableHTTPServerTransport, string>();
   const modern = rt.deps.config.server.protocol_revisions.includes("2026-07-28")
     ? toNodeHandler(
         createMcpHandler(() => createMcpServer({ ...rt, signal: ending.signal, era: "modern", stateless: true }), {
@@ -82,18 +90,32 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
     if (token !== null && !secretMatches(header(req, "authorization"), `Bearer ${token}`)) {
       return reply(res, 401, "unauthorized", { "www-authenticate": "Bearer" });
     }
-    if (new URL(req.url ?? "/", "http://localhost").pathname !== "/mcp") return reply(res, 404, "not found");
+    const url = new URL(req.url ?? "/", "http://localhost");
+    if (oauth?.isMetadataPath(url.pathname)) return oauth.serveMetadata(req, res, (...a) => reply(res, ...a));
+    if (url.pathname !== "/mcp") return reply(res, 404, "not found");
     if (req.method !== "POST" && req.method !== "DELETE") return reply(res, 405, "method not allowed", { allow: "POST, DELETE" });
+    let parsedBody: unknown;
+    let owner: string | null = null;
+    if (oauth) {
+      const admitted = await oauth.admit(req, url, header(req, "authorization"), bodyLimit, (...a) => reply(res, ...a));
+      if (!admitted) return;
+      // both SDK entries hand `req.auth` to the handlers as `ctx.http.authInfo` (tools/list filtering, audit identity)
+      (req as IncomingMessage & { auth?: AuthInfo }).auth = toAuthInfo(admitted.identity);
+      // the gate has read the body; both entries take it parsed instead of reading the stream again
+      parsedBody = admitted.body;
+      owner = ownerOf(admitted.identity);
+    }
     const version = header(req, "mcp-protocol-version");
-    if (modern && version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) return modern(req, res);
+    if (modern && version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) return modern(req, res, parsedBody);
 
     const sessionId = header(req, "mcp-session-id");
     if (sessionId !== undefined) {
       const session = sessions.get(sessionId);
-      if (!session) return reply(res, 404, "unknown session");
+      // an OAuth session answers only to the identity that opened it, as if unknown to anyone else
+      if (!session || (owner !== null && owners.get(session.transport) !== owner)) return reply(res, 404, "unknown session");
       sessions.begin(session);
       res.once("close", () => sessions.end(session));
-      return session.transport.handleRequest(req, res);
+      return session.transport.handleRequest(req, res, parsedBody);
     }
     if (req.method === "DELETE") return reply(res, 400, "missing session");
     const room = sessions.makeRoom();
@@ -117,8 +139,9 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
       if (session) sessions.end(session);
       else void server.close().catch(() => {});
     });
+    if (owner !== null) owners.set(transport, owner);
     await server.connect(transport);
-    return transport.handleRequest(req, res);
+    return transport.handleRequest(req, res, parsedBody);
   }
 
   // Node's server, not Bun.serve: Bun.serve answers a request without Host with a bare 400 before

@@ -15,6 +15,8 @@ import { elicitPending } from "./agent/elicitation/elicit-pending.ts";
 import { askerFor, type ClientSession, roundTripOf } from "./client-session.ts";
 import type { McpDeps } from "./deps.ts";
 import { serverInstructions } from "./instructions.ts";
+import { identityAudit, identityOf } from "./oauth/identity.ts";
+import { scopeOf } from "./oauth/scopes.ts";
 import { RESOURCE_TEMPLATE, readResource } from "./resource.ts";
 import { declaresTasks, ExtTasks, TASKS_EXTENSION } from "./tasks/ext-tasks.ts";
 import { McpTasks, TASKS_CAPABILITY } from "./tasks/mcp-tasks.ts";
@@ -104,7 +106,7 @@ export function createMcpServer(opts: McpServerOptions): WireServer {
           getAgentTask,
           { task_id: taskId },
           deps,
-          { signal: opts.signal, session, ask: null, rounds: null },
+          { signal: opts.signal, session, ask: null, rounds: null, identity: null },
           server.getNegotiatedProtocolVersion(),
         )
       ).result);
@@ -119,7 +121,14 @@ export function createMcpServer(opts: McpServerOptions): WireServer {
           // a pending request seen while tasks/result waits is asked as a form on that call's stream (docs/elicitation.md)
           onPendingRequest: async (task, ctx) => {
             const ask = askerFor(server, deps.config.server.elicitation, ctx, opts.signal);
-            const call: ToolCall = { audit: { tool: "tasks/result" }, signal: opts.signal, session, ask, rounds: null };
+            const call: ToolCall = {
+              audit: { tool: "tasks/result" },
+              signal: opts.signal,
+              session,
+              ask,
+              rounds: null,
+              identity: identityOf(ctx.http?.authInfo),
+            };
             await elicitPending({ ...deps, bridge }, call, task.task_id, task);
           },
           signal: opts.signal,
@@ -142,8 +151,13 @@ export function createMcpServer(opts: McpServerOptions): WireServer {
 
   // Both with valibot's schemas of their params: the tool list is JSON Schema made by
   // @valibot/to-json-schema, and a task-augmented call answers a CreateTaskResult, neither of which
-  // the SDK's typed handlers take.
-  server.setRequestHandler("tools/list", { params: ListToolsParams }, async () => ({ tools: listingOf(tools) }));
+  // the SDK's typed handlers take. An OAuth client sees only the tools its token's scopes allow
+  // (docs/mcp-tools.md#oauth), in either era.
+  server.setRequestHandler("tools/list", { params: ListToolsParams }, async (_params, ctx) => {
+    const identity = identityOf(ctx.http?.authInfo);
+    const listed = listingOf(tools);
+    return { tools: identity ? listed.filter((_, i) => identity.scopes.has(scopeOf(tools[i]!))) : listed };
+  });
 
   server.setRequestHandler("tools/call", { params: CallToolParams }, async (params, ctx) => {
     const tool = byName.get(params.name);
@@ -152,6 +166,7 @@ export function createMcpServer(opts: McpServerOptions): WireServer {
     const legacy = opts.era === "legacy";
     // the revision this call came in on, for the audit line (docs/protocol.md#hosts tells them apart by it)
     const protocolVersion = server.getNegotiatedProtocolVersion();
+    const identity = identityOf(ctx.http?.authInfo);
     const run = () =>
       callTool(
         tool,
@@ -162,6 +177,7 @@ export function createMcpServer(opts: McpServerOptions): WireServer {
           session,
           ask: legacy ? askerFor(server, enabled, ctx, opts.signal) : null,
           rounds: legacy ? null : roundTripOf(enabled, ctx),
+          identity,
         },
         protocolVersion,
       );
@@ -199,7 +215,12 @@ async function callTool(
   protocolVersion: string | undefined,
 ): Promise<ToolOutcome> {
   const started = performance.now();
-  const audit: AuditFields = { tool: tool.name, ...(protocolVersion === undefined ? {} : { protocol_version: protocolVersion }), ...tool.auditFields };
+  const audit: AuditFields = {
+    tool: tool.name,
+    ...(protocolVersion === undefined ? {} : { protocol_version: protocolVersion }),
+    ...tool.auditFields,
+    ...identityAudit(context.identity),
+  };
   const args = dropNulls(rawArgs);
   if (typeof args["workdir"] === "string") audit["workdir"] = args["workdir"];
   const record = () => {

@@ -10,6 +10,8 @@ import * as v from "valibot";
 import type { AuditFields } from "../../shared/audit.ts";
 import type { ErrorCode, ServerFsError } from "../../shared/errors.ts";
 import type { Ask, ClientSession, RoundTrip } from "./client-session.ts";
+import type { Identity } from "./oauth/identity.ts";
+import type { Scope } from "./oauth/scopes.ts";
 
 export interface Annotations {
   readOnlyHint: boolean;
@@ -31,6 +33,8 @@ export interface ToolCall {
   session: ClientSession;
   ask: Ask | null;
   rounds: RoundTrip | null;
+  /** Whom the OAuth token of the request names (docs/mcp-tools.md#oauth); null over stdio or a static token. */
+  identity: Identity | null;
 }
 
 /**
@@ -91,6 +95,8 @@ export interface ToolDef<I extends ObjectSchema = ObjectSchema> {
    * the Bridge task it created (`task_id`), which becomes the MCP task.
    */
   taskSupport?: "optional";
+  /** The OAuth scope a call needs, when its read-only hint does not say it (the Agent tools); oauth/scopes.ts. */
+  scope?: Scope;
   run(args: v.InferOutput<I>, call: ToolCall): Promise<Record<string, unknown> | WithContent> | Record<string, unknown> | WithContent;
 }
 

@@ -40,6 +40,8 @@ export const METHOD_PARAMS = {
     model: stringOrNull,
     effort: stringOrNull,
     max_budget_usd: v.optional(v.nullable(v.number()), null),
+    // who delegated the task, when the MCP request carried an OAuth token (docs/bridge-rpc.md#tasksubmit)
+    submitter: v.optional(v.nullable(v.strictObject({ sub: stringOrNull, client_id: stringOrNull })), null),
   }),
   "task.get": v.strictObject({ task_id: string }),
   "task.events": v.strictObject({

@@ -104,6 +104,8 @@ export const TaskSchema = v.looseObject({
   pending_request_id: nullableString,
   pending_request: v.nullable(PendingRequestSchema),
   usage: v.optional(v.nullable(v.looseObject({ by_model: v.array(v.looseObject({ model: nullableString, ...UsageTotals.entries })), total: UsageTotals }))),
+  // who delegated it over OAuth (docs/task-model.md#the-task-object); optional like usage, for a Bridge from before it
+  submitter: v.optional(v.nullable(v.looseObject({ sub: nullableString, client_id: nullableString }))),
 });
 
 /** docs/events.md#the-envelope: one event, its payload last. */

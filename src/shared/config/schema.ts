@@ -91,10 +91,18 @@ const LimitsSchema = v.strictObject(
   },
 );
 
+/** `[server.http.oauth]`: ServerFS as an OAuth 2.1 resource server (docs/configuration.md#serverhttpoauth). */
+const OAuthSchema = v.strictObject({
+  issuer: v.string(),
+  resource: v.string(),
+  jwks_uri: v.optional(v.string()),
+});
+
 const HttpSchema = v.strictObject({
   allowed_hosts: v.optional(strings()),
   allowed_origins: v.optional(strings(), []),
   bearer_token_file: v.optional(v.string(), ""),
+  oauth: v.optional(OAuthSchema),
 });
 
 const ServerSchema = v.strictObject({

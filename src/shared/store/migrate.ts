@@ -55,6 +55,10 @@ export function migrate(db: Database): MigratedFrom {
       if (!columnsOf(db, "pending_requests").has("expires_at")) {
         db.run("ALTER TABLE pending_requests ADD COLUMN expires_at TEXT");
       }
+      // after v0.7: who submitted a task over OAuth; null for every older task (nobody recorded it)
+      for (const name of ["submitter_sub", "submitter_client_id"]) {
+        if (!taskColumns.has(name)) db.run(`ALTER TABLE tasks ADD COLUMN ${name} TEXT`);
+      }
 
       for (const sql of CREATE_INDEXES_AND_TRIGGERS) db.run(sql);
       return from;

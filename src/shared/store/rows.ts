@@ -26,6 +26,8 @@ export interface TaskRow {
   continue_from_task_id: string | null;
   correlation_id: string | null;
   idempotency_key: string | null;
+  submitter_sub: string | null;
+  submitter_client_id: string | null;
   request_fingerprint: string | null;
   native_session_id: string | null;
   native_turn_id: string | null;
@@ -55,7 +57,9 @@ export type SubmittedColumn =
   | "created_at"
   | "continue_from_task_id"
   | "correlation_id"
-  | "idempotency_key";
+  | "idempotency_key"
+  | "submitter_sub"
+  | "submitter_client_id";
 
 /** What a submission writes (docs/task-model.md#submission step 13.5); the rest starts null, `queued`, 0 or `inline`. */
 export interface NewTask extends Pick<TaskRow, SubmittedColumn | "request_fingerprint"> {
@@ -112,6 +116,8 @@ export const TASK_COLUMNS = (
     "continue_from_task_id",
     "correlation_id",
     "idempotency_key",
+    "submitter_sub",
+    "submitter_client_id",
     "request_fingerprint",
     "native_session_id",
     "native_turn_id",

@@ -18,7 +18,7 @@ export const CREATE_TABLES: readonly string[] = [
   final_response TEXT, result_storage TEXT NOT NULL DEFAULT 'inline',
   result_size_bytes INTEGER, result_sha256 TEXT, manifest_json TEXT, manifest_sha256 TEXT,
   error_code TEXT, error_message TEXT, pending_request_id TEXT,
-  event_count INTEGER NOT NULL DEFAULT 0)`,
+  event_count INTEGER NOT NULL DEFAULT 0, submitter_sub TEXT, submitter_client_id TEXT)`,
   `CREATE TABLE IF NOT EXISTS events (
   event_id INTEGER PRIMARY KEY AUTOINCREMENT,
   task_id TEXT NOT NULL REFERENCES tasks(task_id) ON DELETE CASCADE,

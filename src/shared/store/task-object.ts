@@ -35,7 +35,7 @@ export interface RequestObject {
 export interface TaskObject
   extends Pick<
     TaskRow,
-    | SubmittedColumn
+    | Exclude<SubmittedColumn, "submitter_sub" | "submitter_client_id">
     | "status"
     | "updated_at"
     | "started_at"
@@ -53,6 +53,8 @@ export interface TaskObject
   pending_request: RequestObject | null;
   /** What the run used, summed from its `task.usage` events; null when the runtime reported none. */
   usage: TaskUsage | null;
+  /** Whom the submitting MCP request's OAuth token named; null without one (docs/task-model.md#the-task-object). */
+  submitter: { sub: string | null; client_id: string | null } | null;
 }
 
 /** Token counts (cached input within input, reasoning within output) and cost, where reported. */
@@ -147,5 +149,6 @@ export function taskObject(t: TaskRow, pendingRequest: RequestRow | null, usageP
     pending_request_id: t.pending_request_id,
     pending_request: t.pending_request_id !== null && pendingRequest?.request_id === t.pending_request_id ? requestObject(pendingRequest) : null,
     usage: usageObject(usagePayloads),
+    submitter: t.submitter_sub === null && t.submitter_client_id === null ? null : { sub: t.submitter_sub, client_id: t.submitter_client_id },
   };
 }

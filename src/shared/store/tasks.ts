@@ -78,8 +78,8 @@ export function insertTask(db: Database, row: NewTask, maxActive: number): Inser
     db.query(
       `INSERT INTO tasks (task_id, runtime, workdir_alias, workdir_slot, relative_cwd, profile, status,
            created_at, updated_at, deadline_at, continue_from_task_id, correlation_id, idempotency_key,
-           request_fingerprint, manifest_json, manifest_sha256)
-         VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           submitter_sub, submitter_client_id, request_fingerprint, manifest_json, manifest_sha256)
+         VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       row.task_id,
       row.runtime,
@@ -93,6 +93,8 @@ export function insertTask(db: Database, row: NewTask, maxActive: number): Inser
       row.continue_from_task_id,
       row.correlation_id,
       row.idempotency_key,
+      row.submitter_sub,
+      row.submitter_client_id,
       row.request_fingerprint,
       row.manifest_json,
       row.manifest_sha256,

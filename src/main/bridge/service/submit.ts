@@ -30,6 +30,8 @@ export async function submitTask(ctx: ServiceContext, p: Params<"task.submit">):
   if (ctx.closing) throw new ServerFsError("BRIDGE_CLOSED", "the Bridge is shutting down");
   const correlationId = opaqueValue(p.correlation_id, "correlation_id", "INVALID_REQUEST");
   const idempotencyKey = opaqueValue(p.idempotency_key, "idempotency_key", "INVALID_REQUEST");
+  const submitterSub = opaqueValue(p.submitter?.sub, "submitter.sub", "INVALID_REQUEST");
+  const submitterClientId = opaqueValue(p.submitter?.client_id, "submitter.client_id", "INVALID_REQUEST");
   // step 3 without the wait: the pass runs beside the submit; the lookup below frees an expired key itself
   ctx.requestGc();
   checkPrompt(p.prompt);
@@ -138,6 +140,8 @@ export async function submitTask(ctx: ServiceContext, p: Params<"task.submit">):
         continue_from_task_id: continueFrom,
         correlation_id: correlationId,
         idempotency_key: idempotencyKey,
+        submitter_sub: submitterSub,
+        submitter_client_id: submitterClientId,
         request_fingerprint: idempotencyKey === null ? null : fingerprint,
         manifest_json: manifest.json,
         manifest_sha256: manifest.sha256,

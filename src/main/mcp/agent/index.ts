@@ -1,5 +1,6 @@
 /** The nine Agent tools in the order of docs/mcp-tools.md#registration, each one RPC through the Bridge client. */
 import type { McpDeps } from "../deps.ts";
+import { AGENT_SCOPE } from "../oauth/scopes.ts";
 import type { ToolDef } from "../tool.ts";
 import type { AgentDeps, BridgeCaller } from "./agent-tool.ts";
 import { answerAgentQuestion } from "./answer-agent-question.ts";
@@ -14,7 +15,7 @@ import { submitAgentTask } from "./submit-agent-task.ts";
 
 export function agentTools(deps: McpDeps, bridge: BridgeCaller): ToolDef[] {
   const agent: AgentDeps = { ...deps, bridge };
-  return [
+  const tools = [
     listAgentRuntimes(agent),
     submitAgentTask(agent),
     getAgentTask(agent),
@@ -25,4 +26,6 @@ export function agentTools(deps: McpDeps, bridge: BridgeCaller): ToolDef[] {
     cancelAgentTask(agent),
     readAgentTaskResult(agent),
   ];
+  // Delegating work is its own right, whether the tool only looks (get_agent_task) or not.
+  return tools.map((t) => ({ ...t, scope: AGENT_SCOPE }));
 }

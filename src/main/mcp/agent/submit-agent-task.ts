@@ -98,6 +98,7 @@ export function submitAgentTask(deps: AgentDeps): ToolDef {
           ...(args.max_budget_usd !== undefined ? { max_budget_usd: args.max_budget_usd } : {}),
           ...(correlationId ? { correlation_id: correlationId } : {}),
           ...(idempotencyKey ? { idempotency_key: idempotencyKey } : {}),
+          ...(call.identity ? { submitter: { sub: call.identity.sub, client_id: call.identity.clientId } } : {}),
         },
         { signal: call.signal },
       );
