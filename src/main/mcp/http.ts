@@ -28,6 +28,7 @@ import {
   secretMatches,
 } from "../http-gate.ts";
 import { type HttpSession, HttpSessions } from "./http-sessions.ts";
+import { McpMetrics } from "./metrics.ts";
 import { createMcpServer } from "./server.ts";
 import { auditStartup, type McpRuntime } from "./startup.ts";
 import { incomingMessageLimit } from "./transfer-limit.ts";
@@ -62,6 +63,7 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
   const sessions = new HttpSessions<NodeStreamableHTTPServerTransport>(http_max_sessions, http_session_idle_seconds * 1000, (reason) =>
     rt.deps.audit.info("http_session_closed", { reason, sessions: sessions.size }),
   );
+  const metrics = new McpMetrics(rt.deps.audit, () => sessions.size);
   let allowedHosts = new Set<string>();
   const modern = rt.deps.config.server.protocol_revisions.includes("2026-07-28")
     ? toNodeHandler(
@@ -79,7 +81,9 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
     if (token !== null && !secretMatches(header(req, "authorization"), `Bearer ${token}`)) {
       return reply(res, 401, "unauthorized", { "www-authenticate": "Bearer" });
     }
-    if (new URL(req.url ?? "/", "http://localhost").pathname !== "/mcp") return reply(res, 404, "not found");
+    const path = new URL(req.url ?? "/", "http://localhost").pathname;
+    if (path === "/metrics") return metrics.serve(req, res);
+    if (path !== "/mcp") return reply(res, 404, "not found");
     if (req.method !== "POST" && req.method !== "DELETE") return reply(res, 405, "method not allowed", { allow: "POST, DELETE" });
     const version = header(req, "mcp-protocol-version");
     if (modern && version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) return modern(req, res);
