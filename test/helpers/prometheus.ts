@@ -59,6 +59,8 @@ export class Scrape {
       series.set(f.name, seen === undefined ? f : { ...seen, metrics: [...seen.metrics, ...f.metrics] });
     }
     this.series = series;
+    // the parser is lenient with a broken line (an unclosed quote swallows the rest): every sample must still be NAME[{labels}] NUMBER
+    for (const f of series.values()) for (const m of f.metrics) numberOf(m.value);
   }
 
   /** The family `name`, which must exist, have a HELP line and be of `type`. */
