@@ -155,6 +155,11 @@ export function isErrorCode(code: string): code is ErrorCode {
   return KNOWN_CODES.has(code);
 }
 
+/** The listed code a relayed code counts as: itself when listed, else AGENT_BRIDGE_ERROR (see `RelayedError`). */
+export function knownCode(code: string): ErrorCode {
+  return isErrorCode(code) ? code : "AGENT_BRIDGE_ERROR";
+}
+
 /**
  * An error relayed verbatim from the Bridge (docs/mcp-tools.md#bridge-calls). Bridge codes are additive, so a
  * newer Bridge may send a code this build does not list: `relayedCode` and `toText()` always carry
@@ -164,7 +169,7 @@ export function isErrorCode(code: string): code is ErrorCode {
 export class RelayedError extends ServerFsError {
   readonly relayedCode: string;
   constructor(relayedCode: string, message: string) {
-    super(isErrorCode(relayedCode) ? relayedCode : "AGENT_BRIDGE_ERROR", message);
+    super(knownCode(relayedCode), message);
     this.relayedCode = relayedCode;
   }
 

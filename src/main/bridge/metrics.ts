@@ -7,6 +7,7 @@
  * instead. Offers `BridgeMetrics`, `WAIT_BUCKETS_SECONDS`.
  */
 import type { AuditFields, AuditLog } from "../../shared/audit.ts";
+import { Histogram } from "../prometheus-text.ts";
 
 /** Upper bounds of the approval wait histogram: a second to a day, where people answer. */
 export const WAIT_BUCKETS_SECONDS = [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400] as const;
@@ -25,9 +26,7 @@ export class BridgeMetrics {
   /** Keyed `runtime\u0000code`. */
   private readonly failures = new Map<string, number>();
   private readonly recoveries = new Map<string, number>();
-  private readonly waitBuckets = WAIT_BUCKETS_SECONDS.map(() => 0);
-  private waitCount = 0;
-  private waitSum = 0;
+  private readonly wait = new Histogram(WAIT_BUCKETS_SECONDS);
 
   constructor(audit: AuditLog) {
     audit.observe((_level, event, fields) => this.count(event, fields));
@@ -38,12 +37,7 @@ export class BridgeMetrics {
     else if (event === "task_ended" && FAILED.has(text(fields["status"]))) {
       bump(this.failures, `${text(fields["runtime"])}\u0000${text(fields["error_code"])}`);
     } else if (event === "request_answered" && fields["kind"] === "approval" && typeof fields["wait_ms"] === "number") {
-      const seconds = fields["wait_ms"] / 1000;
-      WAIT_BUCKETS_SECONDS.forEach((le, i) => {
-        if (seconds <= le) this.waitBuckets[i]!++;
-      });
-      this.waitCount++;
-      this.waitSum += seconds;
+      this.wait.observe(fields["wait_ms"] / 1000);
     } else if (event.startsWith("recovery.")) bump(this.recoveries, event.slice("recovery.".length));
   }
 
@@ -56,11 +50,7 @@ export class BridgeMetrics {
         return { runtime, error_code, count };
       }),
       recoveries: [...this.recoveries].map(([event, count]) => ({ event, count })),
-      approval_wait_seconds: {
-        buckets: WAIT_BUCKETS_SECONDS.map((le, i) => ({ le, count: this.waitBuckets[i]! })),
-        count: this.waitCount,
-        sum: this.waitSum,
-      },
+      approval_wait_seconds: this.wait.snapshot(),
     };
   }
 }

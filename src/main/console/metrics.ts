@@ -1,36 +1,14 @@
 /**
  * `GET /metrics` (docs/console.md#metrics): the Bridge's `metrics.read` answer in the Prometheus text
- * exposition format 0.0.4, written here by a small writer rather than a client library
- * (docs/decisions.md): every value is a snapshot the Bridge hands over per scrape, so there is no
- * registry to keep, only `# HELP` / `# TYPE` lines, samples and label values escaped as the format says.
+ * exposition format 0.0.4, written by the small writer both fronts share (prometheus-text.ts): every value
+ * is a snapshot the Bridge hands over per scrape.
  * A Bridge that does not answer is `serverfs_bridge_up 0` and nothing else. Offers `consoleMetrics`.
  */
 import type { BridgeClient } from "../../shared/bridge-protocol/client.ts";
 import type { Result } from "../../shared/bridge-protocol/results.ts";
 import { isServerFsError } from "../../shared/errors.ts";
 import { TASK_STATUSES } from "../../shared/store/task-states.ts";
-
-type Labels = Record<string, string>;
-
-/** A label value as the text format wants it: backslash, double quote and newline escaped. */
-const escapeLabel = (value: string) => value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
-
-function sample(name: string, labels: Labels, value: number): string {
-  const pairs = Object.entries(labels).map(([k, val]) => `${k}="${escapeLabel(val)}"`);
-  return `${name}${pairs.length === 0 ? "" : `{${pairs.join(",")}}`} ${value}`;
-}
-
-class Exposition {
-  private readonly lines: string[] = [];
-
-  family(name: string, type: "gauge" | "counter" | "histogram", help: string, samples: readonly string[]): void {
-    this.lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...samples);
-  }
-
-  text(): string {
-    return `${this.lines.join("\n")}\n`;
-  }
-}
+import { Exposition, histogramSamples, sample } from "../prometheus-text.ts";
 
 export async function consoleMetrics(client: BridgeClient): Promise<string> {
   const out = new Exposition();
@@ -59,13 +37,12 @@ export async function consoleMetrics(client: BridgeClient): Promise<string> {
     "Approvals and questions waiting for an answer.",
     ["approval", "question"].map((kind) => sample("serverfs_pending_requests", { kind }, pending(kind))),
   );
-  const wait = m.approval_wait_seconds;
-  out.family("serverfs_approval_wait_seconds", "histogram", "How long answered approvals waited for their answer, since the Bridge started.", [
-    ...wait.buckets.map((b) => sample("serverfs_approval_wait_seconds_bucket", { le: String(b.le) }, b.count)),
-    sample("serverfs_approval_wait_seconds_bucket", { le: "+Inf" }, wait.count),
-    sample("serverfs_approval_wait_seconds_sum", {}, wait.sum),
-    sample("serverfs_approval_wait_seconds_count", {}, wait.count),
-  ]);
+  out.family(
+    "serverfs_approval_wait_seconds",
+    "histogram",
+    "How long answered approvals waited for their answer, since the Bridge started.",
+    histogramSamples("serverfs_approval_wait_seconds", {}, m.approval_wait_seconds),
+  );
   out.family(
     "serverfs_provider_starts_total",
     "counter",

@@ -10,6 +10,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { isServerFsError, RelayedError } from "../../shared/errors.ts";
 import { defaultAllowedHosts, formatHost, header, type ListenAddress, repeatsHeader, reply, secretMatches } from "../http-gate.ts";
+import { replyExposition } from "../prometheus-text.ts";
 import type { ConsoleApi } from "./api.ts";
 import { ASSETS } from "./assets.ts";
 import { BadRequest, findRoute, statusOf } from "./routes.ts";
@@ -96,9 +97,7 @@ export async function startConsoleServer(address: ListenAddress, handlers: Conso
       const metricsOk = holdsToken || (secrets.metricsToken !== null && secretMatches(bearer, secrets.metricsToken));
       if (!metricsOk) return reply(res, 401, "unauthorized", { "www-authenticate": "Bearer" });
       if (method !== "GET") return reply(res, 405, "method not allowed", { allow: "GET" });
-      const body = await handlers.metrics();
-      res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8", "content-length": String(Buffer.byteLength(body)) });
-      return void res.end(body);
+      return replyExposition(res, await handlers.metrics());
     }
 
     // the first URL carries the token once: it becomes the cookie, and the address bar loses it

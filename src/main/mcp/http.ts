@@ -29,6 +29,7 @@ import {
   secretMatches,
 } from "../http-gate.ts";
 import { type HttpSession, HttpSessions } from "./http-sessions.ts";
+import { McpMetrics } from "./metrics.ts";
 import { OAuthGate } from "./oauth/gate.ts";
 import { ownerOf, toAuthInfo } from "./oauth/identity.ts";
 import { oauthSettings } from "./oauth/settings.ts";
@@ -69,6 +70,7 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
   const sessions = new HttpSessions<NodeStreamableHTTPServerTransport>(http_max_sessions, http_session_idle_seconds * 1000, (reason) =>
     rt.deps.audit.info("http_session_closed", { reason, sessions: sessions.size }),
   );
+  const metrics = new McpMetrics(rt.deps.audit, () => sessions.size);
   let allowedHosts = new Set<string>();
   const owners = new WeakMap<NodeStreamableHTTPServerTransport, string>();
   const modern = rt.deps.config.server.protocol_revisions.includes("2026-07-28")
@@ -92,6 +94,11 @@ export async function serveHttp(rt: McpRuntime, listen: string): Promise<void> {
     }
     const url = new URL(req.url ?? "/", "http://localhost");
     if (oauth?.isMetadataPath(url.pathname)) return oauth.serveMetadata(req, res, (...a) => reply(res, ...a));
+    if (url.pathname === "/metrics") {
+      // behind the same gates as /mcp: with OAuth, any valid token for this resource (a scraper's own client)
+      if (oauth && !(await oauth.admit(req, url, header(req, "authorization"), bodyLimit, (...a) => reply(res, ...a)))) return;
+      return metrics.serve(req, res);
+    }
     if (url.pathname !== "/mcp") return reply(res, 404, "not found");
     if (req.method !== "POST" && req.method !== "DELETE") return reply(res, 405, "method not allowed", { allow: "POST, DELETE" });
     let parsedBody: unknown;
