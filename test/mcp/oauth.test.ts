@@ -119,6 +119,16 @@ describe("tokens from the authorization server", () => {
     expect(server.stderr()).not.toContain(token.split(".")[2]!);
   });
 
+  test("GET /metrics takes a valid token for this resource like /mcp: none is 401, a forged one 401, a scraper's client-credentials token 200", async () => {
+    const metrics = (headers: Record<string, string> = {}) =>
+      fetch(`http://127.0.0.1:${server.port}/metrics`, { headers: { host: `127.0.0.1:${server.port}`, ...headers } });
+    expect((await metrics()).status).toBe(401);
+    expect((await metrics(bearer("not.a.token"))).status).toBe(401);
+    const scraped = await metrics(bearer(await as.clientCredentials(resource, ALL_SCOPES)));
+    expect(scraped.status).toBe(200);
+    expect(await scraped.text()).toContain("# TYPE serverfs_mcp_tool_calls_total counter");
+  });
+
   test("scopes are rights: a read-only token lists only the read tools, and a write call gets 403 insufficient_scope naming serverfs:write", async () => {
     const token = await as.clientCredentials(resource, "serverfs:read");
     const session = await open(token);
