@@ -4,7 +4,7 @@
  * from the token's `sub` and client, never the token.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { call, treeTables } from "../helpers/bridge.ts";
+import { call, treeTables, waitForTask } from "../helpers/bridge.ts";
 import { type HttpServer, spawnHttpServer, stopHttpServers } from "../helpers/http-server.ts";
 import { type AuthServer, startAuthServer } from "../helpers/oauth-server.ts";
 import { useBridge } from "../helpers/use-bridge.ts";
@@ -84,6 +84,46 @@ describe("serverfs:agent", () => {
     const records = await server.waitFor("tool_call");
     expect(records.at(-1)).toMatchObject({ tool: "submit_agent_task", sub: "svc", client_id: "svc" });
     expect(server.stderr()).not.toContain(token);
+  });
+
+  test("on 2026-07-28 without a session, a pending approval's form goes only to the identity that submitted the task", async () => {
+    const modern = async (name: string, args: Record<string, unknown>, token: string) => {
+      const r = await fetch(`http://127.0.0.1:${server.port}/mcp`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          authorization: `Bearer ${token}`,
+          "mcp-protocol-version": "2026-07-28",
+          "mcp-method": "tools/call",
+          "mcp-name": name,
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: {
+            name,
+            arguments: args,
+            _meta: { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": { elicitation: { form: {} } } },
+          },
+        }),
+      });
+      expect(r.status).toBe(200);
+      return (await answer(r))["result"] as Record<string, unknown>;
+    };
+    const submitter = await as.clientCredentials(resource, "serverfs:agent");
+    const submitted = await modern("submit_agent_task", { runtime: "fake", workdir: "repo", prompt: "approval:whose form", profile: "review" }, submitter);
+    const taskId = (submitted["structuredContent"] as { task_id: string }).task_id;
+    await waitForTask(sock, taskId, (t) => t["status"] === "waiting_for_approval");
+    // another valid identity with the same rights reads the task, but is not handed the human's form
+    const other = await modern("get_agent_task", { task_id: taskId }, await as.forge({ aud: resource, sub: "mallory", client_id: "other" }));
+    expect(other["resultType"]).toBe("complete");
+    expect(other["structuredContent"]).toMatchObject({ status: "waiting_for_approval" });
+    const own = await modern("get_agent_task", { task_id: taskId }, submitter);
+    expect(own["resultType"]).toBe("input_required");
+    expect(Object.keys(own["inputRequests"] as object)).toHaveLength(1);
+    await call(sock, "task.cancel", { task_id: taskId });
   });
 
   test("a task submitted without OAuth has no submitter", async () => {

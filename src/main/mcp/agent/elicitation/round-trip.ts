@@ -24,10 +24,22 @@ import { StateKeyUnavailable } from "./state-key.ts";
 
 /**
  * Whether this 2026-07-28 call may ask about this task: its client takes forms, and it is the
- * connection that submitted the task, or there is no connection (stateless HTTP: any caller naming it).
+ * connection that submitted the task, or there is no connection (stateless HTTP: any caller naming it,
+ * or under OAuth, once the task is read, only the identity that submitted it: `submittedBy`).
  */
 function mayAskByRoundTrip(call: ToolCall, taskId: string): boolean {
   return call.rounds?.mayAsk === true && (call.session.stateless || call.session.submitted.has(taskId));
+}
+
+/**
+ * A stateless call with an OAuth identity is asked only about a task that identity submitted (the
+ * task records its submitter, docs/task-model.md): another token's holder may still read the task and
+ * answer with respond_agent_approval, but is not handed the human's form.
+ */
+function submittedBy(call: ToolCall, task: Task): boolean {
+  if (call.identity === null) return true;
+  const by = task.submitter;
+  return by != null && by.sub === call.identity.sub && by.client_id === call.identity.clientId;
 }
 
 /** Whether `roundTrip` has anything to do for this call: a retry to settle, or a form it may ask. */
@@ -66,7 +78,7 @@ export async function roundTrip(deps: AgentDeps, call: ToolCall, taskId: string,
     }
   }
   const pending = openRequest(current);
-  if (!pending || pending.request_id === answered || !mayAskByRoundTrip(call, taskId)) return { task: current, settled };
+  if (!pending || pending.request_id === answered || !mayAskByRoundTrip(call, taskId) || !submittedBy(call, current)) return { task: current, settled };
   let requestState: string;
   try {
     requestState = await mintState(stateDir, { v: 1, tool, task_id: taskId, request_id: pending.request_id, exp: expiryFor(pending.expires_at) }, rounds.ctx);
