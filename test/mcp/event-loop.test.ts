@@ -215,8 +215,9 @@ describe("a stopped job ends its work and closes its handles", () => {
       const baseline = fds();
       const started = performance.now();
       expect(errorCode(await s.call("search_text", FOLDED_SEARCH))).toBe("SEARCH_TIMEOUT");
-      // answered at its 1 s deadline, not when the scan would have ended (measured in this run)
-      expect(performance.now() - started).toBeLessThan((await foldedSearchFullMs()) / 2);
+      // answered at its 1 s deadline, before the scan would have ended (measured in this run); not half
+      // of it: on a quiet machine the whole scan takes under 2 s, so half of it is below the deadline itself
+      expect(performance.now() - started).toBeLessThan(await foldedSearchFullMs());
       await poll(() => fds() <= baseline, 10_000, "descriptors back to the baseline");
       expect(structured<{ returned: number }>(await s.call("search_text", { workdir: "big", query: "hello", glob: "small.txt" })).returned).toBe(1);
     } finally {
