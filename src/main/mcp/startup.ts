@@ -3,7 +3,7 @@
  * register tools, emit the `startup` audit event, then serve. It never contacts the Bridge, opens
  * lock files or walks a workdir.
  */
-import { AuditLog } from "../../shared/audit.ts";
+import { AuditLog, type AuditSink } from "../../shared/audit.ts";
 import { BridgeClient } from "../../shared/bridge-protocol/client.ts";
 import { type Config, ConfigError, loadConfig } from "../../shared/config/load.ts";
 import { VERSION } from "../../shared/version.ts";
@@ -23,7 +23,8 @@ export interface McpRuntime {
   bridge: BridgeCaller | null;
 }
 
-export function prepareMcp(configPath: string | undefined, transport: Transport): McpRuntime {
+/** `sink` takes the audit lines instead of stderr (the tests' in-process server, test/helpers/mcp-in-process.ts). */
+export function prepareMcp(configPath: string | undefined, transport: Transport, sink?: AuditSink): McpRuntime {
   let config: Config;
   let workspaces: Workspaces;
   try {
@@ -34,7 +35,7 @@ export function prepareMcp(configPath: string | undefined, transport: Transport)
     new AuditLog("info").error("startup_failed", { reason });
     throw e instanceof ConfigError ? e : new ConfigError(reason);
   }
-  const audit = new AuditLog(config.server.log_level);
+  const audit = new AuditLog(config.server.log_level, sink);
   const deps: McpDeps = { config, workspaces, audit, heavy: new HeavyCalls(config.limits), transport };
   const agentTools = agentToolsEnabled(deps);
   // One client per server: a fresh connection per call, nothing opened at startup (docs/mcp-tools.md#startup).
