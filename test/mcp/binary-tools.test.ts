@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash, randomBytes } from "node:crypto";
 import { chmodSync, existsSync, linkSync, lstatSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
-import { callAudited, errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
+import { callAudited, errorCode, type McpSession, structured } from "../helpers/mcp-client.ts";
+import { startInProcess } from "../helpers/mcp-in-process.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
 let dir: TempDir;
@@ -39,7 +40,7 @@ beforeAll(async () => {
       { slot: 6, alias: "procfs", path: "/proc/sys/kernel", binary_transfer_enabled: true },
     ],
   });
-  mcp = await startStdio(config);
+  mcp = await startInProcess(config);
 });
 afterAll(async () => {
   await mcp.close();

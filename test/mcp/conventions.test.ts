@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
+import { errorCode, type McpSession, structured } from "../helpers/mcp-client.ts";
+import { startInProcess } from "../helpers/mcp-in-process.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
 let dir: TempDir;
@@ -9,7 +10,7 @@ beforeAll(async () => {
   dir = tempDir();
   dir.file("ws/a.txt", "hello\n");
   const config = writeConfig(dir.path, { workdirs: [{ slot: 1, alias: "repo", path: `${dir.path}/ws` }] });
-  mcp = await startStdio(config);
+  mcp = await startInProcess(config);
 });
 afterAll(async () => {
   await mcp.close();

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, lstatSync, readdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { holdFlock, releaseAllFlocks } from "../helpers/flock-holder.ts";
-import { callAudited, errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
+import { callAudited, errorCode, type McpSession, structured } from "../helpers/mcp-client.ts";
+import { startInProcess } from "../helpers/mcp-in-process.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
 let dir: TempDir;
@@ -22,7 +23,7 @@ beforeAll(async () => {
   dir.dir("rw/real");
   symlinkSync("real", join(rw, "link-to-dir"));
   const config = writeConfig(dir.path, { workdirs: [{ slot: 1, alias: "rw", path: rw, read_only: false }] });
-  mcp = await startStdio(config);
+  mcp = await startInProcess(config);
 });
 afterAll(async () => {
   releaseAllFlocks();

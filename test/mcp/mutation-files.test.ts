@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, closeSync, existsSync, linkSync, lstatSync, openSync, readFileSync, readlinkSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { getXattr, setXattr } from "../../src/shared/ffi/xattr.ts";
-import { callAudited, errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
+import { callAudited, errorCode, type McpSession, structured } from "../helpers/mcp-client.ts";
+import { startInProcess } from "../helpers/mcp-in-process.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
 let dir: TempDir;
@@ -37,7 +38,7 @@ beforeAll(async () => {
       { slot: 2, alias: "small", path: join(dir.path, "small"), read_only: false, max_write_bytes: 16 },
     ],
   });
-  mcp = await startStdio(config);
+  mcp = await startInProcess(config);
 });
 afterAll(async () => {
   await mcp.close();

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { lstatSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
-import { callAudited, errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
+import { callAudited, errorCode, type McpSession, structured } from "../helpers/mcp-client.ts";
+import { startInProcess } from "../helpers/mcp-in-process.ts";
 import { FILESYSTEM_TOOLS } from "../helpers/tool-names.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
@@ -50,7 +51,7 @@ beforeAll(async () => {
       { slot: 2, alias: "ro", path: join(dir.path, "ro") },
     ],
   });
-  mcp = await startStdio(config);
+  mcp = await startInProcess(config);
 });
 afterAll(async () => {
   await mcp.close();

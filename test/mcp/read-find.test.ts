@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, symlinkSync, writeFileSync } from "node:fs";
 import { callAudited, errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
+import { startInProcess } from "../helpers/mcp-in-process.ts";
 import { BUN, CLI, type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
 interface Found {
@@ -38,7 +39,7 @@ beforeAll(async () => {
       { slot: 2, alias: "hid", path: ws, allow_hidden: true },
     ],
   });
-  mcp = await startStdio(config);
+  mcp = await startInProcess(config);
 }, 60_000);
 afterAll(async () => {
   await mcp?.close();
@@ -133,8 +134,8 @@ describe("max_walk_entries", () => {
     // walk/: one, one/1.txt, two, two/2.txt, two/3.txt = 5 entries
     const cfg = (max: number) =>
       writeConfig(dir.path, { limits: { max_walk_entries: max }, workdirs: [{ slot: 1, alias: "w", path: `${dir.path}/walk` }] }, `walk-${max}.toml`);
-    const capped = await startStdio(cfg(4));
-    const full = await startStdio(cfg(5));
+    const capped = await startInProcess(cfg(4));
+    const full = await startInProcess(cfg(5));
     try {
       const a = structured<Found>(await capped.call("find_files", { workdir: "w", pattern: "*.txt" }));
       expect(a).toMatchObject({ truncated: true });

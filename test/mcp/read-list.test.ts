@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { symlinkSync, writeFileSync } from "node:fs";
-import { callAudited, errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
+import { callAudited, errorCode, type McpSession, structured } from "../helpers/mcp-client.ts";
+import { startInProcess } from "../helpers/mcp-in-process.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
 interface Entry {
@@ -62,7 +63,7 @@ beforeAll(async () => {
       { slot: 3, alias: "nodeny", path: ws, allow_hidden: true, disable_default_deny: true },
     ],
   });
-  mcp = await startStdio(config);
+  mcp = await startInProcess(config);
 });
 afterAll(async () => {
   await mcp?.close();

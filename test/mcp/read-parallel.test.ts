@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { linkSync, symlinkSync } from "node:fs";
 import { errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
+import { startInProcess } from "../helpers/mcp-in-process.ts";
 import { poll } from "../helpers/poll.ts";
 import { openFds, workerThreads } from "../helpers/proc-counts.ts";
 import { startRaw } from "../helpers/raw-stdio.ts";
@@ -48,7 +49,9 @@ function put(path: string, content: string) {
 }
 
 beforeAll(async () => {
-  dir = tempDir();
+  // In memory: making its 5,700 files and links on a loaded virtual disk took seconds; walks, their order
+  // and parts, and reads are the same on any filesystem.
+  dir = tempDir("serverfs-test-", { inMemory: true });
   for (let i = 0; i < 1200; i++) put(`a/f${String(i).padStart(4, "0")}.txt`, i % 100 === 0 ? `plain\nneedle ${i}\n` : "plain\n");
   for (let m = 0; m < 30; m++) {
     const d = `m${String(m).padStart(2, "0")}`;
@@ -65,21 +68,20 @@ beforeAll(async () => {
   symlinkSync("m00", `${dir.path}/ws/link`);
   symlinkSync("../a/f0000.txt", `${dir.path}/ws/m01/l.yml`);
 
-  const start = (workers: number, maxWalkEntries: number, name: string) =>
-    startStdio(
-      writeConfig(
-        dir.path,
-        {
-          limits: { search_workers: workers, max_search_results: 5000, max_walk_entries: maxWalkEntries },
-          workdirs: [{ slot: 1, alias: "ws", path: `${dir.path}/ws`, extra_deny_globs: ["private/**"] }],
-        },
-        name,
-      ),
+  const config = (workers: number, maxWalkEntries: number, name: string) =>
+    writeConfig(
+      dir.path,
+      {
+        limits: { search_workers: workers, max_search_results: 5000, max_walk_entries: maxWalkEntries },
+        workdirs: [{ slot: 1, alias: "ws", path: `${dir.path}/ws`, extra_deny_globs: ["private/**"] }],
+      },
+      name,
     );
-  sessions.seq = await start(1, 100_000, "seq.toml");
-  sessions.par = await start(4, 100_000, "par.toml");
-  sessions.seqCapped = await start(1, 1500, "seq-capped.toml");
-  sessions.parCapped = await start(4, 1500, "par-capped.toml");
+  // seq and par are processes: a test counts their threads; the capped pair only answers
+  sessions.seq = await startStdio(config(1, 100_000, "seq.toml"));
+  sessions.par = await startStdio(config(4, 100_000, "par.toml"));
+  sessions.seqCapped = await startInProcess(config(1, 1500, "seq-capped.toml"));
+  sessions.parCapped = await startInProcess(config(4, 1500, "par-capped.toml"));
 }, 120_000);
 afterAll(async () => {
   for (const s of Object.values(sessions)) await s?.close();

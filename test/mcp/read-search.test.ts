@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { linkSync, symlinkSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { callAudited, errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
+import { startInProcess } from "../helpers/mcp-in-process.ts";
 import { BUN, CLI, REPO_ROOT, type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
 interface Hit {
@@ -68,7 +69,7 @@ beforeAll(async () => {
   const config = writeConfig(dir.path, { limits: { search_max_file_bytes: 2048 * 2 + 100 }, workdirs });
   slowConfig = writeConfig(dir.path, { limits: { search_timeout_seconds: 1 }, workdirs }, "slow.toml");
   eofConfig = writeConfig(dir.path, { workdirs }, "eof.toml");
-  mcp = await startStdio(config);
+  mcp = await startInProcess(config);
 }, 30_000);
 afterAll(async () => {
   await mcp?.close();
@@ -235,7 +236,7 @@ describe("search_text: deadline", () => {
   };
 
   test("past search_timeout_seconds the call fails whole with SEARCH_TIMEOUT, promptly", async () => {
-    const timed = await startStdio(slowConfig);
+    const timed = await startInProcess(slowConfig);
     try {
       const wholeMs = await wholeSlowSearchMs(timed);
       const started = performance.now();

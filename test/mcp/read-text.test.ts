@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { appendFileSync, statSync, symlinkSync, truncateSync } from "node:fs";
-import { callAudited, errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
+import { callAudited, errorCode, type McpSession, structured } from "../helpers/mcp-client.ts";
+import { startInProcess } from "../helpers/mcp-in-process.ts";
 import { poll } from "../helpers/poll.ts";
 import { BUN, type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
@@ -63,7 +64,7 @@ beforeAll(async () => {
       { slot: 2, alias: "small", path: ws, max_read_bytes: 64, max_read_lines: 5 },
     ],
   });
-  mcp = await startStdio(config);
+  mcp = await startInProcess(config);
 });
 afterAll(async () => {
   await mcp?.close();

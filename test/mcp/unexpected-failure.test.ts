@@ -7,7 +7,8 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
-import { errorCode, type McpSession, startStdio } from "../helpers/mcp-client.ts";
+import { errorCode, type McpSession } from "../helpers/mcp-client.ts";
+import { startInProcess } from "../helpers/mcp-in-process.ts";
 import { poll } from "../helpers/poll.ts";
 import { REPO_ROOT, type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
@@ -33,7 +34,7 @@ beforeAll(async () => {
     server: { log_level: "debug" },
     workdirs: [{ slot: 1, alias: "sys", path: SYSFS_DIR, binary_transfer_enabled: true }],
   });
-  session = await startStdio(config);
+  session = await startInProcess(config);
 });
 afterAll(async () => {
   if (!available) return;

@@ -2,7 +2,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test
 import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type FlockHolder, holdFlock, releaseAllFlocks } from "../helpers/flock-holder.ts";
-import { errorCode, type McpSession, startStdio, structured } from "../helpers/mcp-client.ts";
+import { errorCode, type McpSession, structured } from "../helpers/mcp-client.ts";
+import { startInProcess } from "../helpers/mcp-in-process.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
 let dir: TempDir;
@@ -82,7 +83,7 @@ beforeAll(async () => {
     bridge: { enabled: true, lock_dir: join(dir.path, "bridge-view-of-locks"), mcp_lock_dir: locks },
     workdirs: WORKDIRS.map(({ slot, alias }) => ({ slot, alias, path: join(dir.path, alias), read_only: false, binary_transfer_enabled: true })),
   });
-  mcp = await startStdio(config);
+  mcp = await startInProcess(config);
 });
 afterEach(() => {
   rmSync(guardFile(2), { force: true });
@@ -231,8 +232,8 @@ describe("without the Bridge", () => {
     );
     writeFileSync(guardFile(1), "{}");
     const holder = await holdLock(1);
-    const a = await startStdio(sameLocks);
-    const b = await startStdio(noLocks);
+    const a = await startInProcess(sameLocks);
+    const b = await startInProcess(noLocks);
     try {
       structured(await a.call("create_directory", { workdir: "w1", path: "without-bridge" }));
       structured(await b.call("create_directory", { workdir: "w3", path: "without-lock-dir" }));

@@ -13,7 +13,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { lstatSync, renameSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { CODE_PATTERN, errorCode, type McpSession, startStdio } from "../helpers/mcp-client.ts";
+import { CODE_PATTERN, errorCode, type McpSession } from "../helpers/mcp-client.ts";
+import { startInProcess } from "../helpers/mcp-in-process.ts";
 import { BUN, REPO_ROOT, type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 import { snapshotTree, WatchedTree } from "./tree-snapshot.ts";
 
@@ -145,7 +146,7 @@ beforeAll(async () => {
   const config = writeConfig(dir.path, {
     workdirs: [{ slot: 1, alias: "ws", path: ws, read_only: false, binary_transfer_enabled: true }],
   });
-  mcp = await startStdio(config);
+  mcp = await startInProcess(config);
   outside = new WatchedTree(join(dir.path, "outside"));
 });
 

@@ -33,6 +33,11 @@ export class HeavyCalls {
     return this.run(opts, () => this.pool.run(opts, job));
   }
 
+  /** Ends the walk pool's threads (a server that stops without its process ending: the tests' in-process one). */
+  close(): void {
+    this.pool.close();
+  }
+
   /** Runs a walk as one heavy call, its parts spread over the walk pool (`fs/parallel-walk.ts`). */
   walkParts<M>(opts: WaitOptions, limits: WalkLimits, job: PartJob<M>): Promise<WalkAnswer<M>> {
     return this.run(opts, () => walkInParts(this.pool, opts, limits, job));

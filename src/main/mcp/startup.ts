@@ -3,7 +3,7 @@
  * register tools, emit the `startup` audit event, then serve. It never contacts the Bridge, opens
  * lock files or walks a workdir.
  */
-import { AuditLog } from "../../shared/audit.ts";
+import { AuditLog, type AuditSink } from "../../shared/audit.ts";
 import { openAuditLog } from "../../shared/audit-file.ts";
 import { BridgeClient } from "../../shared/bridge-protocol/client.ts";
 import { type Config, ConfigError, loadConfig } from "../../shared/config/load.ts";
@@ -24,14 +24,15 @@ export interface McpRuntime {
   bridge: BridgeCaller | null;
 }
 
-export function prepareMcp(configPath: string | undefined, transport: Transport): McpRuntime {
+/** `sink` takes the audit lines instead of stderr (the tests' in-process server, test/helpers/mcp-in-process.ts). */
+export function prepareMcp(configPath: string | undefined, transport: Transport, sink?: AuditSink): McpRuntime {
   let config: Config;
   let workspaces: Workspaces;
   let audit: AuditLog;
   try {
     config = loadConfig({ role: "mcp", configPath });
     workspaces = new Workspaces(config);
-    audit = openAuditLog(config.server.log_level, config.audit);
+    audit = sink ? new AuditLog(config.server.log_level, sink) : openAuditLog(config.server.log_level, config.audit);
   } catch (e) {
     const reason = e instanceof ConfigError ? e.message : "workdir roots could not be resolved";
     new AuditLog("info").error("startup_failed", { reason });

@@ -37,6 +37,7 @@ export class WalkPool {
   private readonly units: WaitQueue;
   private readonly idle: Slot[] = [];
   private retired = 0;
+  private closed = false;
 
   constructor(readonly size: number) {
     this.units = new WaitQueue(size);
@@ -56,7 +57,7 @@ export class WalkPool {
     void settled.then(() => {
       clearTimeout(retire);
       if (slot.retired) this.retired--;
-      if (slot.retired || slot.dead) slot.worker.terminate();
+      if (slot.retired || slot.dead || this.closed) slot.worker.terminate();
       else this.idle.push(slot);
       release();
     });
@@ -88,6 +89,12 @@ export class WalkPool {
         (e) => answer(() => reject(slot.dead ? new Error("a walk worker stopped") : e)),
       );
     });
+  }
+
+  /** Terminates the idle workers now and each busy one when its job returns; a job after this starts a worker of its own. */
+  close(): void {
+    this.closed = true;
+    for (const slot of this.idle.splice(0)) slot.worker.terminate();
   }
 
   private start(): Slot {
