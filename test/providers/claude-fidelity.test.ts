@@ -383,7 +383,15 @@ describe.skipIf(!CLAUDE_PRESENT)("claude: steering, cancel mid-command, crash an
       const request = await s.pending(taskId);
       const mark = recordedMark(s.env.stateDir, taskId);
       expect(await s.respond(taskId, request, "approve_once")).toBeNull();
-      const sleeping = () => markedProcesses(mark).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("47.25"));
+      // a marked process may exit between the listing and the read of its command line
+      const cmdline = (pid: number | string) => {
+        try {
+          return readFileSync(`/proc/${pid}/cmdline`, "utf8");
+        } catch {
+          return "";
+        }
+      };
+      const sleeping = () => markedProcesses(mark).filter((pid) => cmdline(pid).includes("47.25"));
       await eventually(() => sleeping().length > 0, 30_000);
       expect(await ok(s.mcp, "cancel_agent_task", { task_id: taskId })).toMatchObject({ status: "cancelled" });
       await eventually(() => markedProcesses(mark).length === 0, 30_000);

@@ -215,7 +215,8 @@ describe.skipIf(!present)("docs/runtimes.md codex: a turn over app-server", () =
   }, 20_000);
 
   test("live steering reaches the running turn; after the turn it is AGENT_TASK_NOT_ACTIVE", async () => {
-    const h = harness([{ hang: true }]);
+    // a request the steer starts hangs too: with the mock's "done" for it the turn could end before the cancel
+    const h = harness([{ hang: true }, { hang: true }, { hang: true }]);
     const r = run(h, "wait for me");
     await poll(() => types(r).includes("turn.started") && h.mock.requests.length === 1);
     await r.handle.sendMessage("a steering message");
