@@ -39,7 +39,7 @@ export interface AppendResult {
 }
 
 export interface AppendOptions {
-  /** Reconciliation and operator events may be appended to a terminal task (docs/events.md#appending). */
+  /** Reconciliation and operator events, and an accepted steering message's record, may be appended to a terminal task (docs/events.md#appending). */
   allowTerminal?: boolean;
 }
 

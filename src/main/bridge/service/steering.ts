@@ -23,7 +23,9 @@ export async function sendMessage(ctx: ServiceContext, p: Params<"task.message.s
     throw new ServerFsError("AGENT_PROVIDER_ERROR", "live steering is not supported by this runtime");
   }
   await ctx.deps.provider.sendMessage(p.task_id, p.message);
-  ctx.store.appendEvents(p.task_id, [{ type: "user.message", payload: { bytes: Buffer.byteLength(p.message) } }]);
+  // The provider took the message: its record is kept even when the run ended in the meantime (a steer
+  // can finish the turn at once), since the answer says it was accepted (docs/events.md#appending).
+  ctx.store.appendEvents(p.task_id, [{ type: "user.message", payload: { bytes: Buffer.byteLength(p.message) } }], { allowTerminal: true });
   ctx.waiters.notify(p.task_id);
   return { task_id: p.task_id, accepted: true as const, correlation_id: task.correlation_id };
 }
