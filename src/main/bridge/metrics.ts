@@ -4,13 +4,13 @@
  * runtime), `task_ended` as `failed` or `interrupted` (failures by runtime and error code), an answered
  * approval's `wait_ms` (the approval wait histogram) and every `recovery.*` line (by event). What the
  * database holds (tasks, open requests, events appended) and the guards are read at `metrics.read` time
- * instead. Offers `BridgeMetrics`, `WAIT_BUCKETS_SECONDS`.
+ * instead. Offers `BridgeMetrics`.
  */
 import type { AuditFields, AuditLog } from "../../shared/audit.ts";
 import { Histogram } from "../prometheus-text.ts";
 
 /** Upper bounds of the approval wait histogram: a second to a day, where people answer. */
-export const WAIT_BUCKETS_SECONDS = [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400] as const;
+const WAIT_BUCKETS_SECONDS = [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400] as const;
 
 const FAILED = new Set(["failed", "interrupted"]);
 

@@ -16,7 +16,7 @@ import type { Json, PendingRequest } from "../agent/elicitation/form-kit.ts";
 import { inputRequestsOf, settleReply } from "../agent/elicitation/input-requests.ts";
 import { openRequest } from "../agent/elicitation/pending-form.ts";
 import { BridgeTaskStore } from "./bridge-task-store.ts";
-import { type BridgeTask, POLL_INTERVAL_MS, statusMessage } from "./mcp-task.ts";
+import { type BridgeTask, MCP_TASK_STATUS, POLL_INTERVAL_MS, statusMessage } from "./mcp-task.ts";
 import { notATaskId, rpcError } from "./rpc-error.ts";
 import type { ToolOutcome, ToolResult } from "./tool-outcome.ts";
 
@@ -52,17 +52,7 @@ type Status = "working" | "input_required" | "completed" | "failed" | "cancelled
  * error, so its task is `completed` with get_agent_task's answer (whose `status` says `failed`);
  * `failed` would be a JSON-RPC error of the call itself (docs/decisions.md).
  */
-const STATUS: Record<BridgeTask["status"], Status> = {
-  queued: "working",
-  starting: "working",
-  running: "working",
-  waiting_for_approval: "input_required",
-  waiting_for_question: "input_required",
-  succeeded: "completed",
-  failed: "completed",
-  interrupted: "completed",
-  cancelled: "cancelled",
-};
+const STATUS: Record<BridgeTask["status"], Status> = { ...MCP_TASK_STATUS, failed: "completed", interrupted: "completed" };
 
 const TaskParams = v.looseObject({ taskId: v.string() });
 /** One `inputResponses` entry as an elicitation answers it; anything else answers no form of ours. */

@@ -11,7 +11,8 @@ export type BridgeTask = Result<"task.get">;
 /** The pace suggested to hosts that poll tasks/get; each poll is one `task.get` RPC. */
 export const POLL_INTERVAL_MS = 2_000;
 
-const STATUS: Record<BridgeTask["status"], Task["status"]> = {
+/** A Bridge task status as an MCP task status (2025-11-25; the 2026-07-28 extension differs for ended agents, ext-tasks.ts). */
+export const MCP_TASK_STATUS: Record<BridgeTask["status"], Task["status"]> = {
   queued: "working",
   starting: "working",
   running: "working",
@@ -23,7 +24,7 @@ const STATUS: Record<BridgeTask["status"], Task["status"]> = {
   cancelled: "cancelled",
 };
 
-export const isTerminalTask = (task: BridgeTask) => ["completed", "failed", "cancelled"].includes(STATUS[task.status]);
+export const isTerminalTask = (task: BridgeTask) => ["completed", "failed", "cancelled"].includes(MCP_TASK_STATUS[task.status]);
 
 /**
  * `ttlMs` is the Bridge's retention: it collects a task that long after it ended, so from its
@@ -32,7 +33,7 @@ export const isTerminalTask = (task: BridgeTask) => ["completed", "failed", "can
 export function toMcpTask(task: BridgeTask, ttlMs: number): Task {
   return {
     taskId: task.task_id,
-    status: STATUS[task.status],
+    status: MCP_TASK_STATUS[task.status],
     statusMessage: statusMessage(task),
     createdAt: task.created_at,
     lastUpdatedAt: task.updated_at,
