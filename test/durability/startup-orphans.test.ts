@@ -6,6 +6,7 @@
  * six; the records are still written task by task in created_at order.
  */
 import { afterAll, describe, expect, test } from "bun:test";
+import type { TaskRow } from "../../src/shared/store/index.ts";
 import { allEvents, type BridgeProcess, call, markedProcesses, recordedMark, startBridgeProcess, submitAccepted, waitForTask } from "../helpers/bridge.ts";
 import { cleanup, crash, isAlive, mcpView, startStray, taskRow, writeEnv } from "./support.ts";
 
@@ -40,10 +41,17 @@ describe("startup reconciliation with several SIGTERM-ignoring orphans", () => {
       ids.push(task_id);
     }
     const strays = [];
+    const rows: TaskRow[] = [];
     for (const id of ids) {
       await waitForTask(env.socketPath, id, (t) => t["status"] === "running");
-      strays.push(startStray(taskRow(env.stateDir, id)!.provider_mark!));
+      const row = taskRow(env.stateDir, id)!;
+      rows.push(row);
+      strays.push(startStray(row.provider_mark!));
     }
+    // created_at has millisecond grain: two submits in one millisecond tie, and the store breaks a tie by
+    // task_id (SQLite's binary order, which `<` on these ASCII strings matches)
+    const key = (r: TaskRow) => [r.created_at, r.task_id].join("\u0000");
+    const createdOrder = rows.toSorted((a, b) => (key(a) < key(b) ? -1 : 1)).map((r) => r.task_id);
     const children = await Promise.all(strays.map((s) => s.child()));
     await crash(first);
     expect(strays.every((s) => isAlive(s.pid))).toBe(true);
@@ -60,7 +68,7 @@ describe("startup reconciliation with several SIGTERM-ignoring orphans", () => {
     expect(strays.some((s) => isAlive(s.pid)) || children.some(isAlive)).toBe(false);
     expect(mcpView(env.lockDir, 1)).toBe("free");
     const interruptedAt: number[] = [];
-    for (const id of ids) {
+    for (const id of createdOrder) {
       const t = await call(env.socketPath, "task.get", { task_id: id });
       expect([t["status"], t["error_code"]]).toEqual(["interrupted", "BRIDGE_RESTARTED"]);
       const events = (await allEvents(env.socketPath, id)).filter(
@@ -70,7 +78,7 @@ describe("startup reconciliation with several SIGTERM-ignoring orphans", () => {
       expect(events[1]!.payload).toMatchObject({ provider_active: false });
       interruptedAt.push(events[3]!.event_id);
     }
-    // tasks are reconciled in created_at order: their interrupts were written in submit order
+    // tasks are reconciled in created_at order: their interrupts were written in that order
     expect(interruptedAt).toEqual([...interruptedAt].sort((a, b) => a - b));
     // the audit lines too: one orphan_terminated per task, in the same order
     const terminated = second
@@ -78,7 +86,7 @@ describe("startup reconciliation with several SIGTERM-ignoring orphans", () => {
       .split("\n")
       .filter((l) => l.includes('"recovery.orphan_terminated"'))
       .map((l) => JSON.parse(l).task_id as string);
-    expect(terminated).toEqual(ids);
+    expect(terminated).toEqual(createdOrder);
   }, 120_000);
 });
 
