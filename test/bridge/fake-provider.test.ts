@@ -63,7 +63,7 @@ interface RunOptions {
 const running: RunHandle[] = [];
 
 /** A provider that exits at once may already be reaped when this runs. */
-function procFile(pid: number | "self", name: "environ" | "cmdline" | "io"): string {
+function procFile(pid: number, name: "environ" | "io"): string {
   try {
     return readFileSync(`/proc/${pid}/${name}`, "latin1");
   } catch {
@@ -77,13 +77,13 @@ function bytesWritten(pid: number): number {
 }
 
 /**
- * The leader's environment once it has exec'd: between fork and exec /proc shows the forked copy of
- * this process's own (command line included), which carries no mark. The exec is the fact waited for.
+ * Whether the leader's environment carries `entry` once it has exec'd. Between fork and exec /proc shows
+ * the forked copy of this process's own environment, which carries no mark; when that window ends is
+ * the exec's business, so the wait is for the entry itself (nothing reaches the provider before
+ * recordNative returns, so the leader is still there to be read).
  */
-async function environAfterExec(pid: number): Promise<string[]> {
-  const ours = procFile("self", "cmdline");
-  await holdsWithin(() => procFile(pid, "cmdline") !== ours);
-  return procFile(pid, "environ").split("\0");
+function environCarries(pid: number, entry: string): Promise<boolean> {
+  return holdsWithin(() => procFile(pid, "environ").split("\0").includes(entry));
 }
 
 function run(prompt: string, o: RunOptions = {}): Recorded {
@@ -140,12 +140,12 @@ function run(prompt: string, o: RunOptions = {}): Recorded {
       rec.natives.push(facts);
       if (facts.pgid !== undefined) {
         // read after the exec, by which time the child has also joined its own group
-        const environ = await environAfterExec(facts.pgid);
+        const environHasMark = await environCarries(facts.pgid, `SERVERFS_PROVIDER_MARK=${mark}`);
         const stat = readProcStat(facts.pgid);
         rec.leaderAtRecord = stat && {
           pgrp: stat.pgrp,
           startTime: stat.startTime,
-          environHasMark: environ.includes(`SERVERFS_PROVIDER_MARK=${mark}`),
+          environHasMark,
         };
         await o.holdRecord;
         if (o.recordNativeFails) throw new ServerFsError("AGENT_RESULT_STORAGE_ERROR", "could not record");
