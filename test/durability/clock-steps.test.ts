@@ -6,13 +6,13 @@
  * checks its premise — the Bridge's own log timestamps show the step, and what is timed had not ended
  * when the clock stepped.
  */
-import { afterAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, DEBUG_LOG, rpc, startBridgeProcess, submitAccepted, waitForTask } from "../helpers/bridge.ts";
+import { bridgeEnv, call, DEBUG_LOG, rpc, startBridgeProcess, submitAccepted, waitForTask } from "../helpers/bridge.ts";
 import { libfaketime, SteppedClock } from "../helpers/faketime.ts";
 import { poll } from "../helpers/poll.ts";
-import { cleanup, mcpView, startStray, taskRow } from "./support.ts";
+import { bridgesOfFile, mcpView, startStray, taskRow } from "./support.ts";
 
 const HOUR_MS = 3_600_000;
 const lib = libfaketime();
@@ -24,14 +24,7 @@ if (lib === null && process.env["CI"] === "true") {
   console.warn("\n!!! SKIPPING test/durability/clock-steps.test.ts: needs libfaketime (apt-get install faketime)\n");
 }
 
-const envs: BridgeEnv[] = [];
-const bridges: BridgeProcess[] = [];
-
-afterAll(async () => {
-  for (const b of bridges) await b.stop();
-  await cleanup(envs.map((e) => e.stateDir));
-  for (const e of envs) e.dir.remove();
-});
+const { envs, bridges } = bridgesOfFile();
 
 async function steppedBridge(lifecycle: Record<string, number>) {
   const env = bridgeEnv({ lifecycle: { maintenance_interval_seconds: 1, ...lifecycle }, config: DEBUG_LOG });

@@ -8,16 +8,9 @@ import { readGuard } from "../../src/shared/leases/guard-files.ts";
 import { allEvents, type BridgeEnv, type BridgeProcess, bridgeEnv, call, DEBUG_LOG, startBridgeProcess, submitTask, waitForTask } from "../helpers/bridge.ts";
 import { errorCode, type McpSession, startStdio } from "../helpers/mcp-client.ts";
 import { poll } from "../helpers/poll.ts";
-import { cleanup, crash, fakeProvidersIn, groupMembers, mcpView, taskRow, watchProviders } from "./support.ts";
+import { bridgesOfFile, crash, fakeProvidersIn, groupMembers, mcpView, taskRow, watchProviders } from "./support.ts";
 
-const envs: BridgeEnv[] = [];
-const bridges: BridgeProcess[] = [];
-
-afterAll(async () => {
-  for (const b of bridges) if (b.proc.exitCode === null && b.proc.signalCode === null) await b.stop("SIGKILL");
-  await cleanup(envs.map((e) => e.stateDir));
-  for (const e of envs) e.dir.remove();
-});
+const { envs, bridges } = bridgesOfFile("SIGKILL");
 
 async function start(env: BridgeEnv): Promise<BridgeProcess> {
   const b = await startBridgeProcess(env);

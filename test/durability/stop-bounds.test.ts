@@ -6,10 +6,10 @@
  * SIGKILL frees the slot. The time until the guard and the lease are free is a measurement of the
  * contract with a generous margin, not a sleep.
  */
-import { afterAll, describe, expect, test } from "bun:test";
-import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, startBridgeProcess, submitAccepted, waitForTask } from "../helpers/bridge.ts";
+import { describe, expect, test } from "bun:test";
+import { type BridgeEnv, bridgeEnv, call, startBridgeProcess, submitAccepted, waitForTask } from "../helpers/bridge.ts";
 import { poll } from "../helpers/poll.ts";
-import { cleanup, isAlive, mcpView, startStray, taskRow } from "./support.ts";
+import { bridgesOfFile, isAlive, mcpView, startStray, taskRow } from "./support.ts";
 
 /** The contract's 10 s wait for the leader, less polling slack: a stop this fast skipped the wait. */
 const WAIT_MS = 9_500;
@@ -20,14 +20,7 @@ const WAIT_MS = 9_500;
  */
 const BOUND_MS = 10_000 + 5_000;
 
-const envs: BridgeEnv[] = [];
-const bridges: BridgeProcess[] = [];
-
-afterAll(async () => {
-  for (const b of bridges) await b.stop();
-  await cleanup(envs.map((e) => e.stateDir));
-  for (const e of envs) e.dir.remove();
-});
+const { envs, bridges } = bridgesOfFile();
 
 async function stubbornWriteTask(lifecycle: Record<string, number> = {}) {
   const env = bridgeEnv({ lifecycle: { maintenance_interval_seconds: 1, ...lifecycle } });

@@ -3,6 +3,7 @@
  * an MCP role would see, task rows as the Bridge wrote them, and strays that ignore SIGTERM. Every
  * process a test starts, or a killed Bridge leaves, is reaped through `cleanup` in `afterAll`.
  */
+import { afterAll } from "bun:test";
 import { closeSync, constants, openSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { tryLockExclusive, unlock } from "../../src/shared/ffi/libc.ts";
 import { newMark, newTaskId } from "../../src/shared/ids.ts";
@@ -197,6 +198,22 @@ export async function cleanup(stateDirs: string[]): Promise<void> {
     }
   }
   for (const s of strays.splice(0)) await terminateProcessGroup(s.pid, s.startTime, s.mark, QUICK);
+}
+
+/**
+ * The Bridges a test file starts, each on a tree of its own (push them as they are made): after the
+ * file every one still running is stopped with `stopWith` (SIGKILL where a test may leave one
+ * mid-crash), what their tasks left running is cleaned up, and the trees are removed.
+ */
+export function bridgesOfFile(stopWith: NodeJS.Signals = "SIGTERM"): { envs: BridgeEnv[]; bridges: BridgeProcess[] } {
+  const envs: BridgeEnv[] = [];
+  const bridges: BridgeProcess[] = [];
+  afterAll(async () => {
+    for (const b of bridges) if (b.proc.exitCode === null && b.proc.signalCode === null) await b.stop(stopWith);
+    await cleanup(envs.map((e) => e.stateDir));
+    for (const e of envs) e.dir.remove();
+  });
+  return { envs, bridges };
 }
 
 /** Aliases of `writeEnv` workdirs: "repo" on slot 1, then "w2", "w3", ... */

@@ -134,89 +134,72 @@ function expectModernConversation(conversation: () => Conversation, calls: () =>
   });
 }
 
-describe.skipIf(!CODEX_PRESENT)("Codex with mcp_2026_07_28 over Streamable HTTP", () => {
-  let env: BridgeEnv;
-  let bridge: BridgeProcess;
-  let mock: MockOpenAI;
-  let home: string;
-  const labels: string[] = [];
-  let seen: SeenResult[] = [];
-  let log = "";
-  let final = "";
+/**
+ * One Codex run on revision 2026-07-28 (a Bridge, the mock model server, a Codex home of its own), wired
+ * to ServerFS by `run`, which answers Codex's last words and the stderr that holds ServerFS's audit lines;
+ * then what every such run must show.
+ */
+function describeModernRun(title: string, run: (env: BridgeEnv, home: string) => Promise<{ final: string; log: string }>) {
+  describe.skipIf(!CODEX_PRESENT)(title, () => {
+    let env: BridgeEnv;
+    let bridge: BridgeProcess;
+    let mock: MockOpenAI;
+    let home: string;
+    const labels: string[] = [];
+    let seen: SeenResult[] = [];
+    let log = "";
+    let final = "";
 
-  beforeAll(async () => {
-    env = bridgeEnv({ config: BOTH });
-    bridge = await startBridgeProcess(env);
-    const server = spawnCli(["mcp", "--config", env.configPath, "--http", "127.0.0.1:0"]);
-    try {
-      const startup = await waitForAuditEvent(server.stderr, "startup", 20_000);
+    beforeAll(async () => {
+      env = bridgeEnv({ config: BOTH });
+      bridge = await startBridgeProcess(env);
       mock = startMockOpenAI(script(labels));
       home = modernCodexHome(mock);
-      // Codex's table for a server at a URL (serverfs connect writes the stdio one)
-      appendFileSync(
-        join(home, "config.toml"),
-        `\n[mcp_servers.serverfs]\nurl = "http://${String(startup["listen"])}/mcp"\ndefault_tools_approval_mode = "approve"\n`,
-      );
-      final = (await codexExec(CODEX_BIN, home, env.workspace)).final;
+      ({ final, log } = await run(env, home));
       seen = toolResults(mock.requests.at(-1)!);
-    } finally {
-      server.kill("SIGTERM");
-      log = await rest(server.stderr);
-      await server.exited;
-    }
-  }, RUN_MS + 30_000);
+    }, RUN_MS + 30_000);
 
-  afterAll(() => stopHostRun({ bridge, mock, env, home }));
+    afterAll(() => stopHostRun({ bridge, mock, env, home }));
 
-  test("the run ends with the model's last words", () => {
-    expect(final).toBe(FINAL_WORDS);
-    expect(seen).toHaveLength(labels.length);
+    test("the run ends with the model's last words", () => {
+      expect(final).toBe(FINAL_WORDS);
+      expect(seen).toHaveLength(labels.length);
+    });
+
+    expectModernConversation(
+      () => ({ labels, seen }),
+      () => toolCalls(log),
+      () => env,
+    );
   });
+}
 
-  expectModernConversation(
-    () => ({ labels, seen }),
-    () => toolCalls(log),
-    () => env,
-  );
+describeModernRun("Codex with mcp_2026_07_28 over Streamable HTTP", async (env, home) => {
+  const server = spawnCli(["mcp", "--config", env.configPath, "--http", "127.0.0.1:0"]);
+  let final: string;
+  try {
+    const startup = await waitForAuditEvent(server.stderr, "startup", 20_000);
+    // Codex's table for a server at a URL (serverfs connect writes the stdio one)
+    appendFileSync(
+      join(home, "config.toml"),
+      `\n[mcp_servers.serverfs]\nurl = "http://${String(startup["listen"])}/mcp"\ndefault_tools_approval_mode = "approve"\n`,
+    );
+    final = (await codexExec(CODEX_BIN, home, env.workspace)).final;
+  } finally {
+    server.kill("SIGTERM");
+  }
+  const log = await rest(server.stderr);
+  await server.exited;
+  return { final, log };
 });
 
-describe.skipIf(!CODEX_PRESENT)("Codex with mcp_2026_07_28 and CODEX_MCP_PROTOCOL_VERSION over stdio", () => {
-  let env: BridgeEnv;
-  let bridge: BridgeProcess;
-  let mock: MockOpenAI;
-  let home: string;
-  const labels: string[] = [];
-  let seen: SeenResult[] = [];
-  let log = "";
-  let final = "";
-
-  beforeAll(async () => {
-    env = bridgeEnv({ config: BOTH });
-    bridge = await startBridgeProcess(env);
-    mock = startMockOpenAI(script(labels));
-    home = modernCodexHome(mock);
-    const connected = await runCli(["connect", "codex", "--write", "--auto-approve", "--config", env.configPath], { env: { CODEX_HOME: home } });
-    expect(connected.code).toBe(0);
-    appendFileSync(join(home, "config.toml"), `\n[mcp_servers.serverfs.env]\nCODEX_MCP_PROTOCOL_VERSION = "${MODERN}"\n`);
-    // Codex logs each stderr line of a stdio server it runs at INFO: ServerFS's audit lines, there
-    const run = await codexExec(CODEX_BIN, home, env.workspace, { RUST_LOG: "codex_rmcp_client=info" });
-    final = run.final;
-    log = run.stderr;
-    seen = toolResults(mock.requests.at(-1)!);
-  }, RUN_MS + 30_000);
-
-  afterAll(() => stopHostRun({ bridge, mock, env, home }));
-
-  test("the run ends with the model's last words", () => {
-    expect(final).toBe(FINAL_WORDS);
-    expect(seen).toHaveLength(labels.length);
-  });
-
-  expectModernConversation(
-    () => ({ labels, seen }),
-    () => toolCalls(log),
-    () => env,
-  );
+describeModernRun("Codex with mcp_2026_07_28 and CODEX_MCP_PROTOCOL_VERSION over stdio", async (env, home) => {
+  const connected = await runCli(["connect", "codex", "--write", "--auto-approve", "--config", env.configPath], { env: { CODEX_HOME: home } });
+  expect(connected.code).toBe(0);
+  appendFileSync(join(home, "config.toml"), `\n[mcp_servers.serverfs.env]\nCODEX_MCP_PROTOCOL_VERSION = "${MODERN}"\n`);
+  // Codex logs each stderr line of a stdio server it runs at INFO: ServerFS's audit lines, there
+  const run = await codexExec(CODEX_BIN, home, env.workspace, { RUST_LOG: "codex_rmcp_client=info" });
+  return { final: run.final, log: run.stderr };
 });
 
 describe.skipIf(!CODEX_PRESENT)("Codex with mcp_2026_07_28 over stdio without CODEX_MCP_PROTOCOL_VERSION", () => {

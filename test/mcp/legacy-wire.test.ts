@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { VERSION } from "../../src/shared/version.ts";
-import { spawnCli } from "../helpers/process.ts";
+import { rawSession } from "../helpers/raw-session.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
 type Json = Record<string, unknown>;
@@ -43,33 +43,10 @@ const SESSION: Json[] = [
   { jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "list_workdirs", arguments: {} } },
 ];
 
-/** Every answer of the session, by request id, as the raw lines parsed. */
-async function answers(): Promise<Map<unknown, Json>> {
-  const proc = spawnCli(["mcp", "--config", config]);
-  for (const message of SESSION) proc.stdin.write(`${JSON.stringify(message)}\n`);
-  await proc.stdin.flush();
-  const expected = SESSION.filter((m) => "id" in m).length;
-  const reader = proc.stdout.getReader();
-  let out = "";
-  while ((out.match(/\n/g) ?? []).length < expected) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    out += new TextDecoder().decode(value);
-  }
-  proc.stdin.end();
-  await proc.exited;
-  const byId = new Map<unknown, Json>();
-  for (const line of out.trim().split("\n")) {
-    const message = JSON.parse(line) as Json;
-    byId.set(message["id"], message);
-  }
-  return byId;
-}
-
 describe("the 2025-11-25 wire over stdio", () => {
   let byId: Map<unknown, Json>;
   beforeAll(async () => {
-    byId = await answers();
+    byId = await rawSession(config, SESSION);
   });
 
   test("a 2026-07-28 server/discover before initialize is method not found, and initialize then answers as ever", () => {

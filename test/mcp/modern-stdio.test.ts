@@ -11,7 +11,7 @@ import { StdioClientTransport as ModernStdio } from "@modelcontextprotocol/clien
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { VERSION } from "../../src/shared/version.ts";
-import { spawnCli } from "../helpers/process.ts";
+import { rawSession } from "../helpers/raw-session.ts";
 import { SERVERFS, type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
 type Json = Record<string, unknown>;
@@ -31,29 +31,6 @@ beforeAll(() => {
   modernOnly = writeConfig(dir.path, { server: { protocol_revisions: ["2026-07-28"] }, workdirs }, "modern.toml");
 });
 afterAll(() => dir.remove());
-
-/** The answers to `messages` sent as raw lines to `serverfs mcp --config config`, by request id. */
-async function rawSession(config: string, messages: Json[]): Promise<Map<unknown, Json>> {
-  const proc = spawnCli(["mcp", "--config", config]);
-  for (const message of messages) proc.stdin.write(`${JSON.stringify(message)}\n`);
-  await proc.stdin.flush();
-  const expected = messages.filter((m) => "id" in m).length;
-  const reader = proc.stdout.getReader();
-  let out = "";
-  while ((out.match(/\n/g) ?? []).length < expected) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    out += new TextDecoder().decode(value);
-  }
-  proc.stdin.end();
-  await proc.exited;
-  const byId = new Map<unknown, Json>();
-  for (const line of out.trim().split("\n")) {
-    const message = JSON.parse(line) as Json;
-    byId.set(message["id"], message);
-  }
-  return byId;
-}
 
 const request = (id: unknown, method: string, params: Json = {}): Json => ({ jsonrpc: "2.0", id, method, params: { ...params, _meta: META } });
 
