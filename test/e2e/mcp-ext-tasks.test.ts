@@ -17,18 +17,16 @@ import {
 } from "@modelcontextprotocol/ext-tasks/client";
 import type { Subprocess } from "bun";
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, startBridgeProcess } from "../helpers/bridge.ts";
+import { parseAudit } from "../helpers/mcp-client.ts";
 import { poll } from "../helpers/poll.ts";
 import { spawnCli, waitForAuditEvent } from "../helpers/process.ts";
-import { BUN, CLI, REPO_ROOT } from "../helpers/workspace.ts";
+import { modernMeta, postModern } from "../helpers/raw-http.ts";
+import { spawnRaw } from "../helpers/raw-stdio.ts";
 
 type Json = Record<string, unknown>;
 
 const TASKS = "io.modelcontextprotocol/tasks";
 const WITH_TASKS = { extensions: { [TASKS]: {} }, elicitation: { form: {} } };
-const metaOf = (capabilities: Json) => ({
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientCapabilities": capabilities,
-});
 const NO_SUCH_TASK = `agt_${"0".repeat(24)}`;
 
 let env: BridgeEnv;
@@ -52,24 +50,6 @@ interface Modern {
   stop(): Promise<void>;
 }
 
-/** One 2026-07-28 JSON-RPC request POSTed to `url` as it is (its `_meta` included), with the headers the revision asks for. */
-async function post(url: string, message: { method: string; params: Json }): Promise<{ status: number; body: Json }> {
-  const { method, params } = message;
-  const name = method === "tools/call" ? params["name"] : method.startsWith("tasks/") ? params["taskId"] : undefined;
-  const res = await fetch(url, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2026-07-28",
-      "mcp-method": method,
-      ...(typeof name === "string" ? { "mcp-name": name } : {}),
-    },
-    body: JSON.stringify({ jsonrpc: "2.0", id: crypto.randomUUID(), ...message }),
-  });
-  return { status: res.status, body: (await res.json()) as Json };
-}
-
 /** A `serverfs mcp --http` on a free loopback port; its `/mcp` URL. */
 async function startHttpProcess(): Promise<{ url: string; proc: Subprocess }> {
   const proc = spawnCli(["mcp", "--config", env.configPath, "--http", "127.0.0.1:0"]);
@@ -81,7 +61,7 @@ async function startHttpProcess(): Promise<{ url: string; proc: Subprocess }> {
 async function startHttp(): Promise<Modern> {
   const { url, proc } = await startHttpProcess();
   return {
-    request: (method, params, capabilities = WITH_TASKS) => post(url, { method, params: { ...params, _meta: metaOf(capabilities) } }),
+    request: (method, params, capabilities = WITH_TASKS) => postModern(url, { method, params }, { capabilities }),
     async stop() {
       proc.kill("SIGKILL");
       await proc.exited;
@@ -91,43 +71,19 @@ async function startHttp(): Promise<Modern> {
 
 /** One 2026-07-28 `serverfs mcp` over stdio, driven by raw lines; `audit()` is its log so far. */
 async function startStdio(): Promise<Modern & { audit(): Json[] }> {
-  const proc = Bun.spawn([BUN, CLI, "mcp", "--config", env.configPath], { cwd: REPO_ROOT, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
-  procs.push(proc);
-  let log = "";
-  void (async () => {
-    const decoder = new TextDecoder();
-    for await (const chunk of proc.stderr) log += decoder.decode(chunk, { stream: true });
-  })();
-  const waiters = new Map<number, (m: Json) => void>();
-  void (async () => {
-    const decoder = new TextDecoder();
-    let buffer = "";
-    for await (const chunk of proc.stdout) {
-      buffer += decoder.decode(chunk, { stream: true });
-      for (let nl = buffer.indexOf("\n"); nl >= 0; nl = buffer.indexOf("\n")) {
-        const message = JSON.parse(buffer.slice(0, nl)) as Json;
-        buffer = buffer.slice(nl + 1);
-        if (typeof message["id"] === "number") waiters.get(message["id"])?.(message);
-      }
-    }
-  })();
+  const raw = spawnRaw(env.configPath);
+  procs.push(raw.proc);
   let id = 0;
   return {
-    audit: () =>
-      log
-        .split("\n")
-        .filter((line) => line.startsWith("{"))
-        .map((line) => JSON.parse(line) as Json),
-    request(method, params, capabilities = WITH_TASKS) {
+    audit: () => parseAudit(raw.stderr()),
+    async request(method, params, capabilities = WITH_TASKS) {
       const n = ++id;
-      const answer = new Promise<Json>((resolve) => waiters.set(n, resolve));
-      proc.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id: n, method, params: { ...params, _meta: metaOf(capabilities) } })}\n`);
-      proc.stdin.flush();
-      return answer.then((body) => ({ status: 200, body }));
+      raw.send({ jsonrpc: "2.0", id: n, method, params: { ...params, _meta: modernMeta(capabilities) } });
+      return { status: 200, body: await raw.answer(n) };
     },
     async stop() {
-      proc.kill("SIGKILL");
-      await proc.exited;
+      raw.proc.kill("SIGKILL");
+      await raw.proc.exited;
     },
   };
 }
@@ -373,7 +329,7 @@ describe("the SDK's Tasks client (@modelcontextprotocol/ext-tasks) as a second r
       v2RequestFraming: { protocolVersion: "2026-07-28", clientInfo: { name: "t", version: "1" }, clientCapabilities: WITH_TASKS },
       // the v2 client's own codec refuses a task handle, so the Tasks client sends its requests itself
       rawDispatch: async (request) => {
-        const { body } = await post(url, request as { method: string; params: Json });
+        const { body } = await postModern(url, request as { method: string; params: Json });
         return body as JsonRpcResponse;
       },
       onInputRequest: createApplicationInputHandler({

@@ -15,6 +15,7 @@ import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, startBridgeProcess
 import { parseAudit } from "../helpers/mcp-client.ts";
 import { poll } from "../helpers/poll.ts";
 import { spawnCli } from "../helpers/process.ts";
+import { postModern } from "../helpers/raw-http.ts";
 import { REPO_ROOT, SERVERFS } from "../helpers/workspace.ts";
 
 setDefaultTimeout(60_000);
@@ -24,7 +25,6 @@ type Reply = { action: "accept" | "decline" | "cancel"; content?: Record<string,
 
 const BOTH = { server: { protocol_revisions: ["2025-11-25", "2026-07-28"] } };
 const CAPABILITIES = { elicitation: { form: {} } };
-const META = { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": CAPABILITIES };
 
 let env: BridgeEnv;
 let bridge: BridgeProcess;
@@ -46,21 +46,7 @@ async function startHttp(configPath: string): Promise<{ url: string; proc: Retur
 
 /** One raw 2026-07-28 tools/call: its JSON-RPC answer. */
 async function rawCall(url: string, name: string, args: Json, retry: Json = {}, id = 1): Promise<Json> {
-  const res = await fetch(url, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2026-07-28",
-      "mcp-method": "tools/call",
-      "mcp-name": name,
-    },
-    body: JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args, ...retry, _meta: META } }),
-  });
-  const text = await res.text();
-  // an SSE answer carries the JSON-RPC message on its data line
-  const json = text.startsWith("{") ? text : (/^data: (.*)$/m.exec(text)?.[1] ?? "{}");
-  return JSON.parse(json) as Json;
+  return (await postModern(url, { id, method: "tools/call", params: { name, arguments: args, ...retry } }, { capabilities: CAPABILITIES })).body;
 }
 
 const resultOf = (answer: Json) => answer["result"] as Json;

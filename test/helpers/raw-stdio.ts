@@ -1,10 +1,13 @@
 /**
  * A `serverfs mcp` process driven by hand over stdio, newline-delimited JSON-RPC, for what the SDK
- * client hides: when exactly stdin closes, which answers were written, a client that stops reading.
+ * client hides: when exactly stdin closes, which answers were written, a client that stops reading,
+ * the exact lines a client of either protocol era sends and gets.
  */
 import { expect } from "bun:test";
 import type { Subprocess } from "bun";
 import { BUN, CLI, REPO_ROOT } from "./workspace.ts";
+
+type RequestId = string | number;
 
 export interface RawServer {
   proc: Subprocess<"pipe", "pipe", "pipe">;
@@ -14,9 +17,11 @@ export interface RawServer {
   /** Everything the server wrote to stderr so far (its log). */
   stderr(): string;
   /** Resolves with the answer to request `id` (read from stdout in order). */
-  answer(id: number): Promise<Record<string, unknown>>;
+  answer(id: RequestId): Promise<Record<string, unknown>>;
   /** Every answer read so far, by id. */
-  answered: Map<number, Record<string, unknown>>;
+  answered: Map<RequestId, Record<string, unknown>>;
+  /** Resolves once the server's stdout has ended and every line of it is read. */
+  stdoutEnded: Promise<void>;
   /** `tools/call` of `name` as request `id`. */
   callTool(id: number, name: string, args: Record<string, unknown>): void;
 }
@@ -28,17 +33,17 @@ export const INIT = {
   params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
 };
 
-/** Starts the server and completes the initialize handshake. */
-export async function startRaw(configPath: string): Promise<RawServer> {
+/** Starts the server; nothing is sent yet. */
+export function spawnRaw(configPath: string): RawServer {
   const proc = Bun.spawn([BUN, CLI, "mcp", "--config", configPath], { cwd: REPO_ROOT, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
   let stderr = "";
   void (async () => {
     const decoder = new TextDecoder();
     for await (const chunk of proc.stderr) stderr += decoder.decode(chunk, { stream: true });
   })();
-  const answered = new Map<number, Record<string, unknown>>();
-  const waiters = new Map<number, (m: Record<string, unknown>) => void>();
-  void (async () => {
+  const answered = new Map<RequestId, Record<string, unknown>>();
+  const waiters = new Map<RequestId, (m: Record<string, unknown>) => void>();
+  const stdoutEnded = (async () => {
     const decoder = new TextDecoder();
     let buffer = "";
     for await (const chunk of proc.stdout) {
@@ -46,9 +51,10 @@ export async function startRaw(configPath: string): Promise<RawServer> {
       for (let nl = buffer.indexOf("\n"); nl !== -1; nl = buffer.indexOf("\n")) {
         const msg = JSON.parse(buffer.slice(0, nl)) as Record<string, unknown>;
         buffer = buffer.slice(nl + 1);
-        if (typeof msg["id"] !== "number") continue;
-        answered.set(msg["id"], msg);
-        waiters.get(msg["id"])?.(msg);
+        const id = msg["id"];
+        if (typeof id !== "number" && typeof id !== "string") continue;
+        answered.set(id, msg);
+        waiters.get(id)?.(msg);
       }
     }
   })();
@@ -57,25 +63,46 @@ export async function startRaw(configPath: string): Promise<RawServer> {
     void proc.stdin.flush();
   };
   const send = (msg: unknown) => write(`${JSON.stringify(msg)}\n`);
-  const answer = (id: number) =>
+  const answer = (id: RequestId) =>
     new Promise<Record<string, unknown>>((resolve) => {
       const done = answered.get(id);
       if (done) resolve(done);
       else waiters.set(id, resolve);
     });
-  const server: RawServer = {
+  return {
     proc,
     send,
     write,
     stderr: () => stderr,
     answer,
     answered,
+    stdoutEnded,
     callTool: (id, name, args) => send({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } }),
   };
-  send(INIT);
-  await answer(0);
-  send({ jsonrpc: "2.0", method: "notifications/initialized" });
+}
+
+/** Starts the server and completes the initialize handshake. */
+export async function startRaw(configPath: string): Promise<RawServer> {
+  const server = spawnRaw(configPath);
+  server.send(INIT);
+  await server.answer(0);
+  server.send({ jsonrpc: "2.0", method: "notifications/initialized" });
   return server;
+}
+
+/**
+ * `messages` sent as they are, with no handshake of its own, to a fresh server: once every request (a
+ * message with an id) has its answer, or the server has closed its stdout, stdin is closed and the
+ * exit waited for. The answers by id.
+ */
+export async function rawSession(configPath: string, messages: readonly Record<string, unknown>[]): Promise<Map<RequestId, Record<string, unknown>>> {
+  const server = spawnRaw(configPath);
+  for (const message of messages) server.send(message);
+  const ids = messages.flatMap((m) => (typeof m["id"] === "number" || typeof m["id"] === "string" ? [m["id"]] : []));
+  await Promise.race([Promise.all(ids.map(server.answer)), server.stdoutEnded]);
+  server.proc.stdin.end();
+  await Promise.all([server.proc.exited, server.stdoutEnded]);
+  return server.answered;
 }
 
 /**

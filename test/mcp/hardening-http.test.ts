@@ -9,30 +9,17 @@ import { connect, type Socket } from "node:net";
 import { rawRequest, spawnHttpServer, stopHttpServers } from "../helpers/http-server.ts";
 import { parseAudit } from "../helpers/mcp-client.ts";
 import { runCli } from "../helpers/process.ts";
+import { INIT, postJson } from "../helpers/raw-http.ts";
 import type { Table } from "../helpers/toml.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
 let dir: TempDir;
 let workdirs: Table[];
 
-const INIT = {
-  jsonrpc: "2.0",
-  id: 1,
-  method: "initialize",
-  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
-};
 const LIST = { jsonrpc: "2.0", id: 2, method: "tools/list" };
 
 const post = (port: number, body: unknown, session?: string) =>
-  fetch(`http://127.0.0.1:${port}/mcp`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      ...(session ? { "mcp-session-id": session, "mcp-protocol-version": "2025-06-18" } : {}),
-    },
-    body: JSON.stringify(body),
-  });
+  postJson(`http://127.0.0.1:${port}/mcp`, body, session ? { "mcp-session-id": session, "mcp-protocol-version": "2025-06-18" } : {});
 
 /** A fresh session: its id, after a successful initialize. */
 async function openSession(port: number): Promise<string> {

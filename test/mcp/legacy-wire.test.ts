@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { VERSION } from "../../src/shared/version.ts";
-import { rawSession } from "../helpers/raw-session.ts";
+import { rawSession } from "../helpers/raw-stdio.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
 type Json = Record<string, unknown>;

@@ -11,7 +11,7 @@ import { StdioClientTransport as ModernStdio } from "@modelcontextprotocol/clien
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { VERSION } from "../../src/shared/version.ts";
-import { rawSession } from "../helpers/raw-session.ts";
+import { rawSession } from "../helpers/raw-stdio.ts";
 import { SERVERFS, type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
 type Json = Record<string, unknown>;

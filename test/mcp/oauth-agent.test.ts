@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { call, treeTables, waitForTask } from "../helpers/bridge.ts";
 import { type HttpServer, spawnHttpServer, stopHttpServers } from "../helpers/http-server.ts";
 import { type AuthServer, startAuthServer } from "../helpers/oauth-server.ts";
+import { answerOf, bearer, openSession, postJson, postModern } from "../helpers/raw-http.ts";
 import { useBridge } from "../helpers/use-bridge.ts";
 import { writeConfig } from "../helpers/workspace.ts";
 
@@ -15,35 +16,8 @@ let as: AuthServer;
 let server: HttpServer;
 const resource = "https://files.example.org/mcp";
 
-const INIT = {
-  jsonrpc: "2.0",
-  id: 1,
-  method: "initialize",
-  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
-};
-
-function post(body: unknown, headers: Record<string, string>) {
-  return fetch(`http://127.0.0.1:${server.port}/mcp`, {
-    method: "POST",
-    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
-    body: JSON.stringify(body),
-  });
-}
-
-async function answer(r: Response): Promise<Record<string, unknown>> {
-  const text = await r.text();
-  const data = text.startsWith("{") ? text : (text.split("\n").find((l) => l.startsWith("data: ")) ?? "").slice(6);
-  return JSON.parse(data) as Record<string, unknown>;
-}
-
-async function open(token: string): Promise<Record<string, string>> {
-  const r = await post(INIT, { authorization: `Bearer ${token}` });
-  expect(r.status).toBe(200);
-  await r.text();
-  const session = { authorization: `Bearer ${token}`, "mcp-session-id": r.headers.get("mcp-session-id")!, "mcp-protocol-version": "2025-06-18" };
-  await (await post({ jsonrpc: "2.0", method: "notifications/initialized" }, session)).text();
-  return session;
-}
+const post = (body: unknown, headers: Record<string, string>) => postJson(`http://127.0.0.1:${server.port}/mcp`, body, headers);
+const open = (token: string) => openSession(`http://127.0.0.1:${server.port}/mcp`, bearer(token));
 
 const SUBMIT = {
   jsonrpc: "2.0",
@@ -67,7 +41,7 @@ afterAll(async () => {
 describe("serverfs:agent", () => {
   test("without it the Agent tools are not listed and a submit is a 403 naming serverfs:agent; with it the task records its submitter", async () => {
     const plain = await open(await as.clientCredentials(resource, "serverfs:read serverfs:write"));
-    const listed = (await answer(await post({ jsonrpc: "2.0", id: 3, method: "tools/list" }, plain)))["result"] as { tools: { name: string }[] };
+    const listed = (await answerOf(await post({ jsonrpc: "2.0", id: 3, method: "tools/list" }, plain)))["result"] as { tools: { name: string }[] };
     expect(listed.tools.map((t) => t.name)).not.toContain("submit_agent_task");
     expect(listed.tools.map((t) => t.name)).not.toContain("get_agent_task");
     const refused = await post(SUBMIT, plain);
@@ -77,7 +51,7 @@ describe("serverfs:agent", () => {
 
     const token = await as.clientCredentials(resource, "serverfs:agent");
     const agent = await open(token);
-    const result = (await answer(await post(SUBMIT, agent)))["result"] as { isError?: boolean; structuredContent: { task_id: string } };
+    const result = (await answerOf(await post(SUBMIT, agent)))["result"] as { isError?: boolean; structuredContent: { task_id: string } };
     expect(result.isError).toBeUndefined();
     const task = await call(sock, "task.get", { task_id: result.structuredContent.task_id });
     expect(task["submitter"]).toEqual({ sub: "svc", client_id: "svc" });
@@ -88,29 +62,13 @@ describe("serverfs:agent", () => {
 
   test("on 2026-07-28 without a session, a pending approval's form goes only to the identity that submitted the task", async () => {
     const modern = async (name: string, args: Record<string, unknown>, token: string) => {
-      const r = await fetch(`http://127.0.0.1:${server.port}/mcp`, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-          authorization: `Bearer ${token}`,
-          "mcp-protocol-version": "2026-07-28",
-          "mcp-method": "tools/call",
-          "mcp-name": name,
-        },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "tools/call",
-          params: {
-            name,
-            arguments: args,
-            _meta: { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": { elicitation: { form: {} } } },
-          },
-        }),
-      });
+      const r = await postModern(
+        `http://127.0.0.1:${server.port}/mcp`,
+        { id: 1, method: "tools/call", params: { name, arguments: args } },
+        { capabilities: { elicitation: { form: {} } }, headers: bearer(token) },
+      );
       expect(r.status).toBe(200);
-      return (await answer(r))["result"] as Record<string, unknown>;
+      return r.body["result"] as Record<string, unknown>;
     };
     const submitter = await as.clientCredentials(resource, "serverfs:agent");
     const submitted = await modern("submit_agent_task", { runtime: "fake", workdir: "repo", prompt: "approval:whose form", profile: "review" }, submitter);

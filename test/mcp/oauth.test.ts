@@ -15,6 +15,7 @@ import { freePort, type HttpServer, rawRequest, spawnHttpServer, stopHttpServers
 import { parseAudit } from "../helpers/mcp-client.ts";
 import { ALL_SCOPES, type AuthServer, authorizeInBrowser, startAuthServer } from "../helpers/oauth-server.ts";
 import { runCli } from "../helpers/process.ts";
+import { answerOf, bearer, INIT, type ModernMessage, openSession, postJson, postModern } from "../helpers/raw-http.ts";
 import type { Table } from "../helpers/toml.ts";
 import { type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
@@ -24,39 +25,10 @@ let server: HttpServer;
 let resource: string;
 let workdirs: Table[];
 
-const INIT = {
-  jsonrpc: "2.0",
-  id: 1,
-  method: "initialize",
-  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
-};
+const post = (body: unknown, headers: Record<string, string> = {}, path = "/mcp") => postJson(`http://127.0.0.1:${server.port}${path}`, body, headers);
 
-function post(body: unknown, headers: Record<string, string> = {}, path = "/mcp") {
-  return fetch(`http://127.0.0.1:${server.port}${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
-    body: JSON.stringify(body),
-  });
-}
-
-const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
-
-/** The JSON-RPC answer of a response that may come as JSON or as one SSE event. */
-async function answer(r: Response): Promise<Record<string, unknown>> {
-  const text = await r.text();
-  const data = text.startsWith("{") ? text : (text.split("\n").find((l) => l.startsWith("data: ")) ?? "").slice(6);
-  return JSON.parse(data) as Record<string, unknown>;
-}
-
-/** A session opened with `token`: its id. */
-async function open(token: string): Promise<Record<string, string>> {
-  const r = await post(INIT, bearer(token));
-  expect(r.status).toBe(200);
-  await r.text();
-  const session = { ...bearer(token), "mcp-session-id": r.headers.get("mcp-session-id")!, "mcp-protocol-version": "2025-06-18" };
-  await (await post({ jsonrpc: "2.0", method: "notifications/initialized" }, session)).text();
-  return session;
-}
+/** A session opened with `token`: the headers its requests carry. */
+const open = (token: string) => openSession(`http://127.0.0.1:${server.port}/mcp`, bearer(token));
 
 const call = (id: number, name: string, args: Record<string, unknown>) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } });
 
@@ -110,7 +82,7 @@ describe("tokens from the authorization server", () => {
     const session = await open(token);
     const r = await post(call(2, "read_text_file", { workdir: "ws", path: "hello.txt" }), session);
     expect(r.status).toBe(200);
-    const result = (await answer(r))["result"] as { isError?: boolean; structuredContent: { content: string } };
+    const result = (await answerOf(r))["result"] as { isError?: boolean; structuredContent: { content: string } };
     expect(result.isError).toBeUndefined();
     expect(result.structuredContent.content).toBe("hello\n");
     const records = await server.waitFor("tool_call");
@@ -132,7 +104,7 @@ describe("tokens from the authorization server", () => {
   test("scopes are rights: a read-only token lists only the read tools, and a write call gets 403 insufficient_scope naming serverfs:write", async () => {
     const token = await as.clientCredentials(resource, "serverfs:read");
     const session = await open(token);
-    const listed = (await answer(await post({ jsonrpc: "2.0", id: 3, method: "tools/list" }, session)))["result"] as { tools: { name: string }[] };
+    const listed = (await answerOf(await post({ jsonrpc: "2.0", id: 3, method: "tools/list" }, session)))["result"] as { tools: { name: string }[] };
     const names = listed.tools.map((t) => t.name);
     expect(names).toContain("read_text_file");
     expect(names).not.toContain("create_text_file");
@@ -161,17 +133,8 @@ describe("tokens from the authorization server", () => {
 });
 
 describe("a 2026-07-28 request, served without a session, behind the same gate", () => {
-  const META = { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} };
-  const modern = (token: string | null, message: Record<string, unknown>, name?: string) =>
-    post(
-      { jsonrpc: "2.0", ...message, params: { ...(message["params"] as object), _meta: META } },
-      {
-        ...(token === null ? {} : bearer(token)),
-        "mcp-protocol-version": "2026-07-28",
-        "mcp-method": String(message["method"]),
-        ...(name === undefined ? {} : { "mcp-name": name }),
-      },
-    );
+  const modern = (token: string | null, message: ModernMessage) =>
+    postModern(`http://127.0.0.1:${server.port}/mcp`, message, { headers: token === null ? {} : bearer(token) });
 
   test("no token is 401; a read-only token lists only the read tools, reads with its identity audited, and a write call or a Tasks extension method gets the 403 step-up before anything runs", async () => {
     const list = { id: 1, method: "tools/list", params: {} };
@@ -180,36 +143,34 @@ describe("a 2026-07-28 request, served without a session, behind the same gate",
     const token = await as.clientCredentials(resource, "serverfs:read");
     const listed = await modern(token, list);
     expect(listed.status).toBe(200);
-    const names = ((await answer(listed))["result"] as { tools: { name: string }[] }).tools.map((t) => t.name);
+    const names = (listed.body["result"] as { tools: { name: string }[] }).tools.map((t) => t.name);
     expect(names).toContain("read_text_file");
     expect(names).not.toContain("create_text_file");
 
     const before = parseAudit(server.stderr()).filter((r) => r["event"] === "tool_call").length;
-    const read = await modern(token, call(2, "read_text_file", { workdir: "ws", path: "hello.txt" }), "read_text_file");
+    const read = await modern(token, call(2, "read_text_file", { workdir: "ws", path: "hello.txt" }));
     expect(read.status).toBe(200);
-    const result = (await answer(read))["result"] as { resultType: string; structuredContent: { content: string } };
+    const result = read.body["result"] as { resultType: string; structuredContent: { content: string } };
     expect(result).toMatchObject({ resultType: "complete", structuredContent: { content: "hello\n" } });
     const records = await server.waitFor("tool_call", before + 1);
     expect(records.at(-1)).toMatchObject({ tool: "read_text_file", success: true, sub: "svc", client_id: "svc" });
 
-    const write = await modern(token, call(3, "create_text_file", { workdir: "ws", path: "modern.txt", content: "x" }), "create_text_file");
+    const write = await modern(token, call(3, "create_text_file", { workdir: "ws", path: "modern.txt", content: "x" }));
     expect(write.status).toBe(403);
     expect(write.headers.get("www-authenticate")).toBe(
       `Bearer error="insufficient_scope", scope="serverfs:write", resource_metadata="http://127.0.0.1:${server.port}/.well-known/oauth-protected-resource/mcp"`,
     );
-    await write.text();
     expect(await Bun.file(`${dir.path}/ws/modern.txt`).exists()).toBe(false);
     // the Tasks extension's methods are the Agent right, on this path too
     const taskId = `agt_${"0".repeat(24)}`;
-    const get = await modern(token, { id: 5, method: "tasks/get", params: { taskId } }, taskId);
+    const get = await modern(token, { id: 5, method: "tasks/get", params: { taskId } });
     expect(get.status).toBe(403);
     expect(get.headers.get("www-authenticate")).toStartWith('Bearer error="insufficient_scope", scope="serverfs:agent"');
-    await get.text();
 
     const writer = await as.clientCredentials(resource, "serverfs:write");
-    const written = await modern(writer, call(4, "create_text_file", { workdir: "ws", path: "modern.txt", content: "x" }), "create_text_file");
+    const written = await modern(writer, call(4, "create_text_file", { workdir: "ws", path: "modern.txt", content: "x" }));
     expect(written.status).toBe(200);
-    expect(((await answer(written))["result"] as { isError?: boolean }).isError).toBeUndefined();
+    expect((written.body["result"] as { isError?: boolean }).isError).toBeUndefined();
     expect(await Bun.file(`${dir.path}/ws/modern.txt`).text()).toBe("x");
   });
 });

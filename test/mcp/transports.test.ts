@@ -3,6 +3,7 @@ import { chmodSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { runCli, spawnCli, waitForAuditEvent } from "../helpers/process.ts";
+import { INIT } from "../helpers/raw-http.ts";
 import { SERVERFS, type TempDir, tempDir, writeConfig } from "../helpers/workspace.ts";
 
 let dir: TempDir;
@@ -14,13 +15,6 @@ beforeAll(() => {
   config = writeConfig(dir.path, { workdirs: [{ slot: 1, alias: "repo", path: `${dir.path}/ws` }] });
 });
 afterAll(() => dir.remove());
-
-const INIT = {
-  jsonrpc: "2.0",
-  id: 1,
-  method: "initialize",
-  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
-};
 
 describe("stdio", () => {
   test("stdout carries protocol messages only, and EOF on stdin exits promptly with code 0", async () => {
