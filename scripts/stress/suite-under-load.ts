@@ -1,15 +1,16 @@
 #!/usr/bin/env bun
 /**
  * The test suite under load (docs/reliability.md "The suite under load"): a CPU burner on every core
- * (child processes spinning), and meanwhile the given test files, each run `--runs` times with
- * `bun test --timeout 60000` as `npm test` runs them, one file at a time. A test that waits for time
+ * (child processes spinning), and meanwhile the given test files or folders, each run `--runs` times with
+ * `bun test --timeout 60000`, one after the other; `--parallel N` runs each with bun's `--parallel=N`, so
+ * `--parallel 4 test` runs the whole tree as `npm test` runs it. A test that waits for time
  * instead of a fact fails here long before it fails on a user's busy machine. Prints each failed
  * run's `(fail)` lines on stderr as they come (its whole output goes to a file in the temp
  * directory, named there), then one line per file (runs passed, tests passed and
  * failed, median and slowest duration) and a summary line on stdout; exits 1 if any run failed (2 on
  * a bad flag).
  *
- *   bun run stress:suite [--runs 10] [--burners <cores>] [--timeout 60000] [test files…]
+ *   bun run stress:suite [--runs 10] [--burners <cores>] [--timeout 60000] [--parallel 0] [test files or folders…]
  *
  * `--timeout 0` leaves bun's own 5 s bound per test and hook, as a bare `bun test` has it.
  * Without files it runs the ones that failed on a loaded 2-core machine before they waited for facts.
@@ -33,7 +34,7 @@ const DEFAULT_FILES = [
   "test/e2e/surface.test.ts",
   "test/mcp/hung-filesystem.test.ts",
 ];
-const flags = sizeFlags("suite-under-load", { runs: 10, burners: availableParallelism(), timeout: 60_000 }, "[test files…]");
+const flags = sizeFlags("suite-under-load", { runs: 10, burners: availableParallelism(), timeout: 60_000, parallel: 0 }, "[test files or folders…]");
 const files = flags.rest.length > 0 ? flags.rest : DEFAULT_FILES;
 const say = (line: string) => process.stderr.write(`stress:suite: ${line}\n`);
 
@@ -68,7 +69,7 @@ const loadBefore = loadavg()[0]!;
 const started = performance.now();
 say(
   `${flags.burners} burners on ${availableParallelism()} cores, ${flags.runs} runs of ${files.length} files, ` +
-    `timeout ${flags.timeout === 0 ? "bun's default" : `${flags.timeout} ms`}, load average ${loadBefore.toFixed(1)}`,
+    `timeout ${flags.timeout === 0 ? "bun's default" : `${flags.timeout} ms`}, ${flags.parallel === 0 ? "one file at a time" : `${flags.parallel} files at a time`}, load average ${loadBefore.toFixed(1)}`,
 );
 try {
   for (let run = 1; run <= flags.runs; run++) {
@@ -76,7 +77,8 @@ try {
       const t0 = performance.now();
       // what `npm test` gives every test and hook (bun reads no timeout from bunfig.toml)
       const timeout = flags.timeout === 0 ? [] : ["--timeout", String(flags.timeout)];
-      const proc = Bun.spawn([process.execPath, "test", ...timeout, file], { cwd: REPO_ROOT, stdout: "pipe", stderr: "pipe" });
+      const parallel = flags.parallel === 0 ? [] : [`--parallel=${flags.parallel}`];
+      const proc = Bun.spawn([process.execPath, "test", ...timeout, ...parallel, file], { cwd: REPO_ROOT, stdout: "pipe", stderr: "pipe" });
       const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
       const ms = performance.now() - t0;
       const output = `${out}\n${err}`;
