@@ -45,8 +45,8 @@ beforeAll(async () => {
  * What a runtime that reports usage leaves (the fake one reports none): two `task.usage` events of the
  * finished task, written straight into the Bridge's database.
  */
-function reportUsage(taskId: string): void {
-  const db = new Database(join(env.stateDir, "state.sqlite3"));
+function reportUsage(taskId: string, stateDir = env.stateDir, model = "fake-model"): void {
+  const db = new Database(join(stateDir, "state.sqlite3"));
   try {
     db.run("PRAGMA busy_timeout = 5000");
     const insert = db.query("INSERT INTO events (task_id, event_type, payload_json, created_at) VALUES (?, 'task.usage', ?, ?)");
@@ -54,7 +54,7 @@ function reportUsage(taskId: string): void {
       [100, 20, 0.25],
       [10, 2, 0.5],
     ] as const) {
-      const payload = { model: "fake-model", input_tokens: input, cached_input_tokens: 4, output_tokens: output, reasoning_output_tokens: 1, cost_usd: cost };
+      const payload = { model, input_tokens: input, cached_input_tokens: 4, output_tokens: output, reasoning_output_tokens: 1, cost_usd: cost };
       insert.run(taskId, JSON.stringify(payload), new Date().toISOString());
     }
   } finally {
@@ -417,6 +417,32 @@ describe("what tasks show and tail tell in each state", () => {
     await waitForTask(own.socketPath, big, isTerminalTask);
     expect(await resultLine(big)).toMatch(/^spooled, retrievable with read_agent_task_result, 400000 bytes, sha256 [0-9a-f]{64}$/);
   }, 30_000);
+
+  test("what an agent, a runtime or a client wrote cannot steer the terminal: a response, an error, a model name, an event's text", async () => {
+    // a clipboard write (OSC 52), a bell, a screen clear, a C1 CSI, a right-to-left override, DEL, and a carriage return before a forged field
+    const steer = "\x1b]52;c;aGk=\x07\x1b[2J\u009b31m\u202e\x7f\rstatus     forged";
+    const escaped = "\\u001b]52;c;aGk=\\u0007\\u001b[2J\\u009b31m\\u202e\\u007f\\rstatus     forged";
+    const answered = await ownSubmit(`complete:fine\n${steer}`);
+    const broken = await ownSubmit(`fail:${steer}`);
+    const talked = await ownSubmit(`big:1:${steer}`);
+    for (const id of [answered, broken, talked]) await waitForTask(own.socketPath, id, isTerminalTask);
+    reportUsage(answered, own.stateDir, steer);
+
+    const shown = await ownTasks("show", answered);
+    const failedShown = await ownTasks("show", broken);
+    const listed = await ownTasks("list");
+    const events = await ownTasks("events", talked);
+    for (const r of [shown, failedShown, listed, events]) {
+      expect(r.code, r.stderr).toBe(0);
+      // a tab and the command's own line ends are all that is left of the controls
+      expect(r.stdout).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/);
+    }
+    expect(shown.stdout).toContain(`response\n  fine\n  ${escaped}\n`);
+    expect(lines(shown.stdout).filter((l) => l.startsWith("status"))).toEqual([expect.stringMatching(/^status +succeeded$/)]);
+    expect(lines(failedShown.stdout).find((l) => l.startsWith("error "))).toContain(escaped);
+    expect(lines(listed.stdout).find((l) => l.startsWith(answered))).toContain(escaped);
+    expect(lines(events.stdout).find((l) => l.includes("agent.message"))).toContain("\\u009b31m\\u202e\\u007f");
+  });
 
   test("tail on a terminal shows a waiting line while nothing arrives, erased by the next line", async () => {
     const id = await ownSubmit("gate:waiting-gate:done");

@@ -2,7 +2,7 @@
 import type { BridgeClient } from "../../../shared/bridge-protocol/client.ts";
 import type { TaskEvent } from "../../../shared/bridge-protocol/results.ts";
 import { LIMITS } from "../../../shared/limits.ts";
-import { paint } from "../output.ts";
+import { paint, visible } from "../output.ts";
 import { eventsPage } from "./bridge-calls.ts";
 
 /** How much of one payload value an event line shows. */
@@ -17,7 +17,8 @@ function valueText(value: unknown): string {
 
 /**
  * What an event says, on one line: its text where it has one (an agent's message, a tool's output),
- * quoted and cut, then the other payload fields as short `key=value` pairs.
+ * quoted and cut, then the other payload fields as short `key=value` pairs. JSON quoting escapes the
+ * C0 controls; the line shows it through `visible` for DEL, the C1 controls and bidirectional overrides.
  */
 function eventDetail(payload: Record<string, unknown>): string {
   const text = typeof payload["text"] === "string" ? (payload["text"] as string) : null;
@@ -44,7 +45,7 @@ const COLUMNS = [
 ] as const;
 export const eventsHeader = () => paint("bold", `${COLUMNS.map(([h, w]) => h.padEnd(w)).join("  ")}  DETAIL`);
 export const eventLine = (n: number, e: TaskEvent) =>
-  `${[`#${n}`, String(e.event_id), e.created_at, e.event_type].map((cell, i) => cell.padEnd(COLUMNS[i]![1])).join("  ")}  ${eventDetail(e.payload)}`.trimEnd();
+  `${[`#${n}`, String(e.event_id), e.created_at, e.event_type].map((cell, i) => cell.padEnd(COLUMNS[i]![1])).join("  ")}  ${visible(eventDetail(e.payload))}`.trimEnd();
 
 /** How many of the task's events come at or before the global id `after` (so `#n` stays the task's own count). */
 export async function countThrough(client: BridgeClient, taskId: string, after: number): Promise<number> {

@@ -8,7 +8,7 @@ import type { BridgeClient } from "../../../shared/bridge-protocol/client.ts";
 import type { Result, TaskObjectResult as Task } from "../../../shared/bridge-protocol/results.ts";
 import { isServerFsError } from "../../../shared/errors.ts";
 import { LIMITS } from "../../../shared/limits.ts";
-import { paint, printJson, printLine, table } from "../output.ts";
+import { paint, printJson, printLine, table, visible } from "../output.ts";
 import { status } from "./bridge-calls.ts";
 import { costText, modelOf, tokensText } from "./usage.ts";
 
@@ -71,7 +71,7 @@ export async function list(client: BridgeClient, options: ListOptions, json: boo
     t.task_id,
     status(t.status),
     t.runtime,
-    modelOf(t),
+    visible(modelOf(t)),
     t.workdir_alias,
     t.profile,
     t.created_at,

@@ -52,7 +52,7 @@ function pendingSummary(task: Task): string | null {
   if (p === null) return task.pending_request_id;
   const summary = str(p.payload["summary"]) ?? requestSummary(p.kind, p.payload);
   const where = p.payload["outside_sandbox"] === true ? " (outside the sandbox)" : "";
-  return visible(`${p.kind} ${p.request_id} (${p.status}, expires ${p.expires_at ?? "never"}): ${summary}${where}`);
+  return `${p.kind} ${p.request_id} (${p.status}, expires ${p.expires_at ?? "never"}): ${summary}${where}`;
 }
 
 export async function show(client: BridgeClient, taskId: string, json: boolean): Promise<number> {
@@ -84,7 +84,9 @@ export async function show(client: BridgeClient, taskId: string, json: boolean):
     ["pending", pendingSummary(task)],
     ["manifest", task.manifest_sha256 === null ? "none (migrated task)" : `sha256 ${task.manifest_sha256}`],
   ];
-  const rows = fields.filter((f): f is [string, string] => f[1] !== null);
+  // what a runtime, an agent or a client wrote (a model name, an error message, a correlation id, a
+  // request's summary) is shown escaped; the status is this command's own, perhaps coloured
+  const rows = fields.filter((f): f is [string, string] => f[1] !== null).map(([name, value]) => [name, name === "status" ? value : visible(value)]);
   for (const line of table(rows)) printLine(line);
   if (task.pending_request !== null) {
     printLine("request");
@@ -92,7 +94,8 @@ export async function show(client: BridgeClient, taskId: string, json: boolean):
   }
   if (response !== null) {
     printLine("response");
-    for (const line of response.text.split("\n")) printLine(`  ${line}`);
+    // the agent's own lines, each behind the indent, none able to move the cursor or recolour the terminal
+    for (const line of response.text.split("\n")) printLine(`  ${visible(line)}`);
     if (response.cut) printLine(paint("dim", `  … (preview; the whole result is ${task.result.size_bytes ?? "?"} bytes)`));
   }
   return 0;
