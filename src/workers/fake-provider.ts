@@ -13,7 +13,7 @@
  * out), leaving any grandchild behind, as a careless provider would, for the process-group proof to
  * find. `crash:` exits 1 mid-run; `garbage:`, `hang:`, `stderr:`, `linger:` and `setsid:` are the
  * provider faults of the stress grounds (scripts/stress/provider-faults.ts); `deep:` is a malformed line
- * of another kind, one nested too deep (providers/line-depth.ts).
+ * of another kind, one nested too deep (providers/line-value.ts).
  *
  * Choices the table leaves open: a numeric field (N, MS, SECONDS) that is not a decimal number makes
  * the prompt fall through to "anything else"; `steer:`, `wait:` and `crash:` ignore what follows the

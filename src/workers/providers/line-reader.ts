@@ -4,7 +4,7 @@
  * Offers:
  * - `PROVIDER_LINE_CAP`: the fixed 64 MiB per-line cap (an 8 MiB result escaped in JSON fits).
  * - `readJsonLines(stream, options?)`: an async generator of the stream's lines, each parsed as JSON
- *   (`NOT_JSON` for a line that is not, or that nests deeper than line-depth.ts allows), strictly
+ *   (`NOT_JSON` for a line that is not, or that nests deeper than line-value.ts allows), strictly
  *   UTF-8, empty lines skipped, a final unterminated line included. `options.cap` overrides the line
  *   cap; `options.keepBytes` is how much of a long string a line keeps (long-line.ts; default: all
  *   of it). An oversized or non-UTF-8 line throws `ServerFsError("AGENT_PROVIDER_ERROR")` after every
@@ -15,9 +15,8 @@
  * as its bytes arrive, so it is never held whole, neither as bytes nor as a string.
  */
 import { ServerFsError } from "../../shared/errors.ts";
-import { decodeStrict } from "../../shared/utf8.ts";
-import { nestsTooDeep } from "./line-depth.ts";
-import { LONG_STRING_BYTES, LongLine, NOT_JSON, notUtf8 } from "./long-line.ts";
+import { NOT_JSON, parseLine } from "./line-value.ts";
+import { LONG_STRING_BYTES, LongLine } from "./long-line.ts";
 
 export { NOT_JSON };
 
@@ -46,15 +45,7 @@ const tooLong = (): ServerFsError => new ServerFsError("AGENT_PROVIDER_ERROR", "
 function parseShort(parts: Uint8Array[]): JsonLine | undefined {
   const bytes = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
   if (bytes.length === 0 || (bytes.length === 1 && bytes[0] === CR)) return undefined;
-  const text = decodeStrict(bytes);
-  if (text === null) throw notUtf8();
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return NOT_JSON;
-  }
-  return nestsTooDeep(value) ? NOT_JSON : value;
+  return parseLine(bytes);
 }
 
 export async function* readJsonLines(stream: ReadableStream<Uint8Array>, options: LineOptions = {}): AsyncGenerator<JsonLine> {

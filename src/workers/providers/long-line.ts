@@ -9,21 +9,14 @@
  * never its whole size in bytes, then again as a string, then again as parsed values.
  *
  * Offers `LongLine`: `push(bytes)` for each piece of the line in order (pieces are copied where kept),
- * `end()` → the parsed value, or `NOT_JSON` when the line is not JSON or nests too deep (line-depth.ts); throws
+ * `end()` → the parsed value, or `NOT_JSON` when the line is not JSON or nests too deep (line-value.ts); throws
  * `ServerFsError("AGENT_PROVIDER_ERROR")` when the line is not valid UTF-8 (even in a dropped part).
  */
-import { ServerFsError } from "../../shared/errors.ts";
-import { decodeStrict } from "../../shared/utf8.ts";
 import { BACKSLASH, JsonStringDecoder, QUOTE } from "./json-string-decoder.ts";
-import { nestsTooDeep } from "./line-depth.ts";
-
-/** What a line that does not parse as JSON yields. */
-export const NOT_JSON: unique symbol = Symbol("not JSON");
+import { NOT_JSON, notUtf8, parseLine } from "./line-value.ts";
 
 /** A string past this many raw bytes is decoded on its own rather than kept in the skeleton. */
 export const LONG_STRING_BYTES = 65_536;
-
-export const notUtf8 = (): ServerFsError => new ServerFsError("AGENT_PROVIDER_ERROR", "provider sent a line that is not valid UTF-8");
 
 /** Replaces each placeholder (as a value or a key, at any depth) by its long string. */
 function restore(value: unknown, longs: ReadonlyMap<string, string>): unknown {
@@ -165,17 +158,10 @@ export class LongLine {
       return NOT_JSON;
     }
     if (this.short !== null) this.skeleton.push(...this.short);
-    const text = decodeStrict(Buffer.concat(this.skeleton));
+    const bytes = Buffer.concat(this.skeleton);
     this.skeleton.length = 0;
-    if (text === null) throw notUtf8();
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch {
-      return NOT_JSON;
-    }
-    // measured before `restore`, which recurses
-    if (nestsTooDeep(value)) return NOT_JSON;
-    return this.longs.size === 0 ? value : restore(value, this.longs);
+    // the depth is measured there, before `restore`, which recurses
+    const value = parseLine(bytes);
+    return value === NOT_JSON || this.longs.size === 0 ? value : restore(value, this.longs);
   }
 }
