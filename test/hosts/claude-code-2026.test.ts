@@ -16,7 +16,7 @@ import { CLAUDE_BIN, CLAUDE_PRESENT, claudeHostEnv, cliMissing, stopHostRun } fr
 import { type MockAnthropic, type MockRequest, type ScriptEntry, startMockAnthropic, toolResults } from "../fixtures/mock-anthropic.ts";
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, startBridgeProcess } from "../helpers/bridge.ts";
 import { runCli, runToEnd, spawnCli, waitForAuditEvent } from "../helpers/process.ts";
-import { FINAL_WORDS } from "./scenario.ts";
+import { FINAL_WORDS, submittedTaskId } from "./scenario.ts";
 
 if (!CLAUDE_PRESENT) cliMissing("Claude Code", CLAUDE_BIN, "npm install --no-save @anthropic-ai/claude-code@2.1.332");
 
@@ -27,13 +27,7 @@ const MODERN = "2026-07-28";
 
 type Json = Record<string, unknown>;
 
-const taskIdOf = (request: MockRequest): string => {
-  for (const { text } of toolResults(request)) {
-    const id = /"task_id":"(agt_[0-9a-f]{24})"/.exec(text)?.[1];
-    if (id) return id;
-  }
-  throw new Error("the model never saw a task id");
-};
+const taskIdOf = (request: MockRequest): string => submittedTaskId(toolResults(request));
 
 function script(labels: string[]): ScriptEntry[] {
   const step = (tool: string, input: Json) => () => {

@@ -14,10 +14,11 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { SERVER_NAME } from "../../src/main/operator/host-setup.ts";
 import { CLAUDE_BIN, CLAUDE_PRESENT, claudeHostEnv, cliMissing, stopHostRun } from "../fixtures/agent-stack.ts";
-import { type MockAnthropic, type MockRequest, startMockAnthropic, toolResults } from "../fixtures/mock-anthropic.ts";
+import { type MockAnthropic, startMockAnthropic, toolResults } from "../fixtures/mock-anthropic.ts";
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, startBridgeProcess } from "../helpers/bridge.ts";
 import { runCli } from "../helpers/process.ts";
 import type { Table } from "../helpers/toml.ts";
+import { submittedTaskId } from "./scenario.ts";
 
 if (!CLAUDE_PRESENT) cliMissing("Claude Code", CLAUDE_BIN, "npm install --no-save @anthropic-ai/claude-code@2.1.332");
 
@@ -26,15 +27,6 @@ const PREFIX = `${ALLOW}__`;
 const RUN_MS = 120_000;
 
 type Json = Record<string, unknown>;
-
-/** The task id the model was shown by submit_agent_task. */
-function submittedTaskId(request: MockRequest): string {
-  for (const { text } of toolResults(request)) {
-    const id = /"task_id":"(agt_[0-9a-f]{24})"/.exec(text)?.[1];
-    if (id) return id;
-  }
-  throw new Error("the model never saw a task id");
-}
 
 /**
  * One host run under `config`; `roundTrip` says whether the form must have travelled as a
@@ -61,7 +53,7 @@ function hostRun(title: string, config: Table, roundTrip: boolean): void {
           poll: (request) =>
             polls++ > 0 && !/"status":"(queued|starting|running)"/.test(toolResults(request).at(-1)?.text ?? "")
               ? null
-              : { tool: `${PREFIX}get_agent_task`, input: { task_id: submittedTaskId(request) } },
+              : { tool: `${PREFIX}get_agent_task`, input: { task_id: submittedTaskId(toolResults(request)) } },
         },
         { say: "done" },
       ]);
@@ -108,7 +100,7 @@ function hostRun(title: string, config: Table, roundTrip: boolean): void {
       }
       clearTimeout(timer);
       await proc.exited;
-      taskId = submittedTaskId(mock.requests.at(-1)!);
+      taskId = submittedTaskId(toolResults(mock.requests.at(-1)!));
     }, RUN_MS + 30_000);
 
     afterAll(() => stopHostRun({ bridge, mock, env, home }));

@@ -18,7 +18,7 @@ import { type MockOpenAI, type MockRequest, type ScriptEntry, startMockOpenAI } 
 import { type BridgeEnv, type BridgeProcess, bridgeEnv, call, startBridgeProcess } from "../helpers/bridge.ts";
 import { runCli, spawnCli, waitForAuditEvent } from "../helpers/process.ts";
 import { codexExec, NAMESPACE, RUN_MS, toolResults } from "./codex-host.ts";
-import { FINAL_WORDS, type SeenResult } from "./scenario.ts";
+import { FINAL_WORDS, type SeenResult, submittedTaskId } from "./scenario.ts";
 
 if (!CODEX_PRESENT) cliMissing("Codex", CODEX_BIN, `npm install --no-save @openai/codex@${CODEX_VERSION}`);
 
@@ -34,13 +34,7 @@ interface Conversation {
 }
 
 const lastJson = (request: MockRequest): Json => JSON.parse(toolResults(request).at(-1)!.text) as Json;
-const taskIdOf = (request: MockRequest): string => {
-  for (const { text } of toolResults(request)) {
-    const id = /"task_id":"(agt_[0-9a-f]{24})"/.exec(text)?.[1];
-    if (id) return id;
-  }
-  throw new Error("the model never saw a task id");
-};
+const taskIdOf = (request: MockRequest): string => submittedTaskId(toolResults(request));
 
 /**
  * The conversation as the mock's script: each step pushes its label when it is made; the polls repeat

@@ -27,6 +27,15 @@ export interface ScenarioCall {
   again?(last: SeenResult): boolean;
 }
 
+/** The task id submit_agent_task showed the model, from the tool results a host sent it (any mock's). */
+export function submittedTaskId(results: readonly { text: string }[]): string {
+  for (const { text } of results) {
+    const id = /"task_id":"(agt_[0-9a-f]{24})"/.exec(text)?.[1];
+    if (id) return id;
+  }
+  throw new Error("the model never saw a task id");
+}
+
 /** 280 000 bytes of final response, more than a task keeps (max_final_response_bytes), so it is spooled. */
 export const SPOOLED_UNIT = "host-tier-✓-";
 export const SPOOLED_UNITS = 20_000;
